@@ -1,0 +1,58 @@
+import type { Chain, NamedSet, Ruleset, Table } from './ast.js';
+
+/** The ruleset that loading `rulesets` one after the other would leave (`nft -f a; nft -f b`):
+ * tables, chains and sets with the same identity merge, and what a later file adds to an existing
+ * chain comes after that chain's rules. */
+export function composeRulesets(rulesets: readonly Ruleset[]): Ruleset {
+  const tables: Table[] = [];
+  for (const ruleset of rulesets) {
+    for (const table of ruleset.tables) {
+      const index = tables.findIndex((t) => t.family === table.family && t.name === table.name);
+      if (index < 0) tables.push(table);
+      else tables[index] = mergeTable(tables[index]!, table);
+    }
+  }
+  return { kind: 'ruleset', tables };
+}
+
+function mergeTable(into: Table, from: Table): Table {
+  return {
+    ...into,
+    flags: [...new Set([...into.flags, ...from.flags])],
+    comment: from.comment ?? into.comment,
+    // Objects of different types may share a name (`counter c` and `quota c`).
+    objects: mergeBy(into.objects, from.objects, (o) => `${o.kind} ${o.name}`, (_a, b) => b),
+    sets: mergeBy(into.sets, from.sets, (s) => s.name, mergeSet),
+    flowtables: mergeBy(into.flowtables, from.flowtables, (f) => f.name, (_a, b) => b),
+    chains: mergeBy(into.chains, from.chains, (c) => c.name, mergeChain),
+  };
+}
+
+function mergeChain(into: Chain, from: Chain): Chain {
+  return { ...into, base: from.base ?? into.base, rules: [...into.rules, ...from.rules] };
+}
+
+function mergeSet(into: NamedSet, from: NamedSet): NamedSet {
+  const elements = [...(into.elements ?? []), ...(from.elements ?? [])];
+  return { ...into, elements: elements.length > 0 ? elements : undefined };
+}
+
+function mergeBy<T>(
+  into: readonly T[],
+  from: readonly T[],
+  keyOf: (item: T) => string,
+  merge: (a: T, b: T) => T,
+): T[] {
+  const out = [...into];
+  const indexOf = new Map(out.map((item, i) => [keyOf(item), i]));
+  for (const item of from) {
+    const index = indexOf.get(keyOf(item));
+    if (index === undefined) {
+      indexOf.set(keyOf(item), out.length);
+      out.push(item);
+    } else {
+      out[index] = merge(out[index]!, item);
+    }
+  }
+  return out;
+}
