@@ -482,6 +482,9 @@ export interface ElementExpr {
   readonly stmts?: readonly Stmt[];
 }
 
+/** An element of a named set's `elements = { }`: the same node as in a set literal. */
+export type SetElement = ElementExpr;
+
 /** `@name`: a named set or map. */
 export interface SetRef {
   readonly kind: 'set-ref';
