@@ -1,0 +1,129 @@
+// Tokens and grammar of one iptables-restore line. A dump is read line by line, as
+// iptables-restore does (iptables/iptables-restore.c reads a line, then splits it into argv with
+// add_param_to_argv in xshared.c): every line is independent, so one lexer and one parser
+// instance are reused and a 240,000-line dump never becomes one token array.
+//
+// The grammar knows the shape of a line (`*table`, `:CHAIN POLICY [p:b]`, `COMMIT`, or a command
+// line of arguments) but not the arity of options: that depends on the extensions loaded by
+// `-m`/`-j` earlier on the same line (getopt with options merged per extension), so the CST→AST
+// step in parse-iptables-save.ts reads the argument list with the extension tables.
+
+import { CstParser, Lexer, createToken, type IToken, type TokenType } from 'chevrotain';
+
+/** Every token that can be an argument of a command line, whatever it looks like. */
+export const Arg = createToken({ name: 'Arg', pattern: Lexer.NA });
+/** Tokens that can open a command line: an option, `!`, or `[p:b]` counters. */
+export const CommandStart = createToken({ name: 'CommandStart', pattern: Lexer.NA });
+export const OptionToken = createToken({ name: 'OptionToken', pattern: Lexer.NA });
+
+// One argument, as add_param_to_argv splits it: characters up to a blank, where a double-quoted
+// part may hold blanks and `\"`/`\\` escapes. Single-quoted parts (accepted by newer
+// iptables-restore, not 1.8.9) hold anything but `'`. Outside quotes a backslash is literal.
+export const Word = createToken({
+  name: 'Word',
+  pattern: /(?:[^\s"']+|"(?:[^"\\]|\\.)*"|'[^']*')+/,
+  categories: [Arg],
+});
+
+export const WhiteSpace = createToken({ name: 'WhiteSpace', pattern: /[ \t\r\f\v]+/, group: Lexer.SKIPPED });
+export const Counters = createToken({ name: 'Counters', pattern: /\[\d+:\d+\]/, categories: [Arg, CommandStart] });
+export const Bang = createToken({ name: 'Bang', pattern: /!/, longer_alt: Word, categories: [Arg, CommandStart] });
+export const LongOption = createToken({
+  name: 'LongOption',
+  pattern: /--[A-Za-z0-9][\w-]*/,
+  longer_alt: Word,
+  categories: [Arg, CommandStart, OptionToken],
+});
+export const ShortOption = createToken({
+  name: 'ShortOption',
+  pattern: /-[A-Za-z0-9]/,
+  longer_alt: Word,
+  categories: [Arg, CommandStart, OptionToken],
+});
+// `*filter`, `:INPUT` and `COMMIT` open their own kinds of line; elsewhere they are plain
+// arguments (`--dport :1024` is a port range), hence the Arg category.
+export const TableHeader = createToken({ name: 'TableHeader', pattern: /\*[^\s"']*/, longer_alt: Word, categories: [Arg] });
+export const ChainHeader = createToken({ name: 'ChainHeader', pattern: /:[^\s"']*/, longer_alt: Word, categories: [Arg] });
+export const Commit = createToken({ name: 'Commit', pattern: /COMMIT/, longer_alt: Word, categories: [Arg] });
+
+const allTokens: TokenType[] = [
+  WhiteSpace,
+  Arg,
+  CommandStart,
+  OptionToken,
+  Counters,
+  Bang,
+  LongOption,
+  ShortOption,
+  TableHeader,
+  ChainHeader,
+  Commit,
+  Word,
+];
+
+export const iptablesLexer = new Lexer(allTokens, {
+  // Lines are lexed one at a time: offsets suffice, line and column come from the line index.
+  positionTracking: 'onlyOffset',
+  ensureOptimizations: false,
+});
+
+class IptablesLineParser extends CstParser {
+  constructor() {
+    super(allTokens, { maxLookahead: 1 });
+    this.performSelfAnalysis();
+  }
+
+  line = this.RULE('line', () => {
+    this.OR([
+      { ALT: () => this.SUBRULE(this.tableLine) },
+      { ALT: () => this.SUBRULE(this.chainLine) },
+      { ALT: () => this.SUBRULE(this.commitLine) },
+      { ALT: () => this.SUBRULE(this.commandLine) },
+    ]);
+  });
+
+  tableLine = this.RULE('tableLine', () => {
+    this.CONSUME(TableHeader);
+  });
+
+  chainLine = this.RULE('chainLine', () => {
+    this.CONSUME(ChainHeader);
+    this.CONSUME(Arg, { LABEL: 'policy' });
+    this.OPTION(() => this.CONSUME(Counters));
+  });
+
+  commitLine = this.RULE('commitLine', () => {
+    this.CONSUME(Commit);
+  });
+
+  // Both labels collect into `args`, in input order.
+  commandLine = this.RULE('commandLine', () => {
+    this.CONSUME(CommandStart, { LABEL: 'args' });
+    this.MANY(() => this.CONSUME(Arg, { LABEL: 'args' }));
+  });
+}
+
+/** The one parser instance; feed it a line's tokens through `input`. */
+export const iptablesLineParser = new IptablesLineParser();
+
+export interface LineCst {
+  readonly children: {
+    readonly tableLine?: readonly TableLineCst[];
+    readonly chainLine?: readonly ChainLineCst[];
+    readonly commitLine?: readonly unknown[];
+    readonly commandLine?: readonly CommandLineCst[];
+  };
+}
+export interface TableLineCst {
+  readonly children: { readonly TableHeader: readonly IToken[] };
+}
+export interface ChainLineCst {
+  readonly children: {
+    readonly ChainHeader: readonly IToken[];
+    readonly policy: readonly IToken[];
+    readonly Counters?: readonly IToken[];
+  };
+}
+export interface CommandLineCst {
+  readonly children: { readonly args: readonly IToken[] };
+}
