@@ -18,6 +18,10 @@ export interface Span {
   readonly column: number;
 }
 
+import type { OptionValue as XtOptionValue } from '../parser/iptables/iptables-ast.js';
+
+export type { XtOptionValue };
+
 export type Family = 'ip' | 'ip6' | 'inet' | 'arp' | 'bridge' | 'netdev';
 
 export interface Ruleset {
@@ -80,6 +84,9 @@ export interface Chain {
   readonly name: string;
   readonly handle?: number;
   readonly comment?: string;
+  /** Chain flags. `binding` marks the anonymous chain of a `jump {` / `goto {` chain binding
+   * (the kernel's NFT_CHAIN_BINDING; nft names it `__chainN`): the printer lists it inline at
+   * the verdict that targets it, not as a block of its own. */
   readonly flags?: readonly string[];
   readonly base?: BaseChainSpec;
   readonly rules: readonly Rule[];
@@ -417,6 +424,10 @@ export interface Binop {
   readonly right: Expr;
   /** Written in parentheses. */
   readonly parens?: boolean;
+  /** Written with the operator keyword (`mark or 0x4000`, `mark and 0xfff0ffff`): the xlate text
+   * nft splices into listings of iptables-nft tables. The printer writes it back as written
+   * (keyword, `meta` qualification and literal spelling) since that is how nft lists it. */
+  readonly word?: boolean;
 }
 
 /** A comparison. `op` is `implicit` when no operator was written (`tcp dport 22`, `ip saddr
@@ -545,6 +556,7 @@ export type Stmt =
   | FlowOffloadStmt
   | ObjRefStmt
   | XtStmt
+  | XtExtensionStmt
   | UnsupportedStmt;
 
 export interface MatchStmt {
@@ -762,6 +774,28 @@ export interface XtStmt {
   readonly type: 'match' | 'target' | 'watcher';
   readonly name?: string;
   readonly blank?: boolean;
+}
+
+/** An iptables match or target lowered from an iptables-save dump that has no nft expression
+ * with the same meaning (`-m recent`, `-m set`, `-m physdev`, `-m socket`, `-j CHECKSUM`…, and
+ * `--ctstate` mixing SNAT/DNAT with states): the extension's options as the iptables parser typed
+ * them, so the simulator can give it its exact xt semantics. nft 1.0.6 lists such a rule as
+ * `xt match NAME` / `xt target NAME`, and so does the printer. */
+export interface XtExtensionStmt {
+  readonly kind: 'xt-extension';
+  readonly span: Span;
+  readonly type: 'match' | 'target';
+  readonly name: string;
+  readonly options: readonly XtOption[];
+}
+
+/** One option of an XtExtensionStmt: canonical long name (`rcheck`, `match-set`), `!` before it,
+ * its arguments as written and their typed value (see src/parser/iptables/iptables-ast.ts). */
+export interface XtOption {
+  readonly name: string;
+  readonly negated: boolean;
+  readonly args: readonly string[];
+  readonly value: XtOptionValue;
 }
 
 /** A statement the parser recognised but nftsim does not model; kept verbatim and reported. */
