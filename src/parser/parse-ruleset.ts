@@ -2,6 +2,8 @@ import { detectFormat, type InputFormat } from './detect-format.js';
 import { parseNft } from './nft/parse-nft.js';
 import { parseNftJson } from './json/parse-nft-json.js';
 import type { ParseOptions, ParseResult } from './parse-result.js';
+import { parseIptablesSave } from './iptables/parse-iptables-save.js';
+import { lowerIptables } from '../model/lower-iptables.js';
 
 export interface ParseRulesetOptions extends ParseOptions {
   readonly format?: 'auto' | InputFormat;
@@ -15,18 +17,11 @@ export function parseRuleset(text: string, options: ParseRulesetOptions = {}): P
       return parseNft(text, options);
     case 'json':
       return parseNftJson(text, options);
-    case 'iptables':
-      return {
-        ruleset: { kind: 'ruleset', tables: [] },
-        diagnostics: [
-          {
-            severity: 'error',
-            code: 'unsupported-format',
-            message: 'iptables-save input is not supported yet; give the nft listing of the node',
-            span: { file: options.file ?? '<input>', start: 0, end: 0, line: 1, column: 1 },
-          },
-        ],
-      };
+    case 'iptables': {
+      const parsed = parseIptablesSave(text, options);
+      const lowered = lowerIptables(parsed.dump);
+      return { ruleset: lowered.ruleset, diagnostics: [...parsed.diagnostics, ...lowered.diagnostics] };
+    }
     default: {
       const exhaustive: never = format;
       return exhaustive;

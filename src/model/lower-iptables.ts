@@ -1,0 +1,1053 @@
+// IptablesDump → Ruleset: the nf_tables tables iptables-nft (1.8.9) builds from a dump, in the
+// model every other input lowers into. Commands are applied the way iptables-restore applies
+// them (a table block starts from an empty table, -A appends, -I inserts, -D/-R/-F/-X/-N/-P/-E/-Z
+// change what is there); each rule gets the `counter` iptables-nft always adds and keeps its
+// `-A` line as origin. Matches and targets become the nft statements iptables-translate prints
+// for them (iptables extensions/*.c `*_xlate`), where those mean the same thing; extensions
+// without an equivalent nft expression stay typed `xt-extension` statements, never dropped.
+
+import type {
+  Chain,
+  Expr,
+  Literal,
+  MatchStmt,
+  Relational,
+  Rule,
+  Ruleset,
+  Span,
+  Stmt,
+  Table,
+  XtOption,
+} from './ast.js';
+import type { Diagnostic } from './diagnostic.js';
+import { readIptablesRejectWith, typeInner, typeLiteral, typeWith } from './datatypes.js';
+import { formatRule } from './format-ruleset.js';
+import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
+import type {
+  AddressMatch,
+  AddressSpec,
+  IptablesCommand,
+  IptablesDump,
+  IptablesMatch,
+  IptablesOption,
+  IptablesRule,
+  IptablesTable,
+  IptablesTarget,
+  NatRange,
+} from '../parser/iptables/iptables-ast.js';
+
+export interface LowerIptablesOptions {
+  /** `ip6` for an ip6tables dump the dump itself does not identify. */
+  readonly family?: 'ip' | 'ip6';
+}
+
+export interface LowerIptablesResult {
+  readonly ruleset: Ruleset;
+  readonly diagnostics: readonly Diagnostic[];
+}
+
+/** The tables iptables-nft would hold after restoring `dump`. Never throws. */
+export function lowerIptables(dump: IptablesDump, options: LowerIptablesOptions = {}): LowerIptablesResult {
+  const family: 'ip' | 'ip6' = options.family ?? (dump.family === 'ipv6' ? 'ip6' : 'ip');
+  const diagnostics: Diagnostic[] = [];
+  const tables = new Map<string, TableState>();
+  for (const block of dump.tables) {
+    // iptables-restore without --noflush empties each table it reads a block for.
+    const state = new TableState(block, family, diagnostics);
+    tables.set(block.name, state);
+    state.apply(block);
+  }
+  return { ruleset: { kind: 'ruleset', tables: [...tables.values()].map((t) => t.toTable()) }, diagnostics };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Commands
+
+interface ChainState {
+  name: string;
+  readonly span: Span;
+  readonly builtin: boolean;
+  policy: 'accept' | 'drop';
+  rules: Rule[];
+}
+
+class TableState {
+  private readonly chains = new Map<string, ChainState>();
+
+  constructor(
+    private readonly block: IptablesTable,
+    private readonly family: 'ip' | 'ip6',
+    private readonly diagnostics: Diagnostic[],
+  ) {
+    if (!isIptablesNftTable(block.name)) {
+      this.report('error', 'unknown-table', `iptables-nft has no table "${block.name}"; its chains are kept as regular chains`, block.span);
+    }
+  }
+
+  private report(severity: Diagnostic['severity'], code: string, message: string, span: Span): void {
+    this.diagnostics.push({ severity, code, message, span });
+  }
+
+  apply(block: IptablesTable): void {
+    for (const decl of block.chains) {
+      const builtin = iptablesNftChain(block.name, decl.name) !== undefined;
+      if (decl.policy !== undefined && !builtin) {
+        this.report('error', 'policy-on-user-chain', `chain "${decl.name}" is not a built-in chain of table "${block.name}" and cannot have a policy`, decl.span);
+      }
+      this.chains.set(decl.name, {
+        name: decl.name,
+        span: decl.span,
+        builtin,
+        policy: decl.policy === 'DROP' ? 'drop' : 'accept',
+        rules: [],
+      });
+    }
+    for (const command of block.commands) this.command(command);
+  }
+
+  /** The chain a command names; built-in chains iptables-nft creates on first use. */
+  private chain(name: string, span: Span): ChainState | undefined {
+    const found = this.chains.get(name);
+    if (found) return found;
+    if (iptablesNftChain(this.block.name, name)) {
+      const created: ChainState = { name, span, builtin: true, policy: 'accept', rules: [] };
+      this.chains.set(name, created);
+      return created;
+    }
+    this.report('error', 'unknown-chain', `chain "${name}" does not exist in table "${this.block.name}": iptables-restore fails here`, span);
+    return undefined;
+  }
+
+  private command(command: IptablesCommand): void {
+    const { span } = command;
+    switch (command.op) {
+      case 'append':
+      case 'insert':
+      case 'replace':
+      case 'delete': {
+        const chain = command.chain === undefined ? undefined : this.chain(command.chain, span);
+        if (!chain) return;
+        if (command.op === 'delete') {
+          this.deleteRule(chain, command);
+          return;
+        }
+        const rules = command.rule ? lowerRule(command.rule, this.family, span, this.diagnostics) : [];
+        const index = (command.position ?? (command.op === 'append' ? chain.rules.length + 1 : 1)) - 1;
+        if (command.op === 'append') chain.rules.push(...rules);
+        else if (index < 0 || index > chain.rules.length - (command.op === 'replace' ? 1 : 0)) {
+          this.report('error', 'bad-rule-index', `chain "${chain.name}" has no rule ${index + 1}: iptables-restore fails here`, span);
+        } else chain.rules.splice(index, command.op === 'replace' ? 1 : 0, ...rules);
+        return;
+      }
+      case 'check':
+        return;
+      case 'new-chain':
+        if (command.chain === undefined) return;
+        if (this.chains.has(command.chain)) {
+          this.report('error', 'chain-exists', `chain "${command.chain}" already exists`, span);
+          return;
+        }
+        this.chains.set(command.chain, { name: command.chain, span, builtin: false, policy: 'accept', rules: [] });
+        return;
+      case 'delete-chain':
+        for (const chain of this.selected(command)) {
+          if (chain.builtin) {
+            if (command.chain !== undefined) this.report('error', 'builtin-chain', `built-in chain "${chain.name}" cannot be deleted`, span);
+          } else if (chain.rules.length > 0) {
+            this.report('error', 'chain-not-empty', `chain "${chain.name}" is not empty and cannot be deleted`, span);
+          } else this.chains.delete(chain.name);
+        }
+        return;
+      case 'flush':
+        for (const chain of this.selected(command)) chain.rules = [];
+        return;
+      case 'zero':
+        for (const chain of this.selected(command)) {
+          chain.rules = chain.rules.map((r) => ({ ...r, stmts: r.stmts.map((s) => (s.kind === 'counter' ? { ...s, packets: 0, bytes: 0 } : s)) }));
+        }
+        return;
+      case 'policy': {
+        const chain = command.chain === undefined ? undefined : this.chain(command.chain, span);
+        if (!chain) return;
+        if (!chain.builtin) this.report('error', 'policy-on-user-chain', `chain "${chain.name}" is not a built-in chain and cannot have a policy`, span);
+        else chain.policy = command.policy === 'DROP' ? 'drop' : 'accept';
+        return;
+      }
+      case 'rename-chain':
+        this.rename(command);
+        return;
+      default: {
+        const exhaustive: never = command.op;
+        return exhaustive;
+      }
+    }
+  }
+
+  private selected(command: IptablesCommand): ChainState[] {
+    if (command.chain === undefined) return [...this.chains.values()];
+    const chain = this.chain(command.chain, command.span);
+    return chain ? [chain] : [];
+  }
+
+  private deleteRule(chain: ChainState, command: IptablesCommand): void {
+    let index = -1;
+    if (command.position !== undefined) index = command.position <= chain.rules.length ? command.position - 1 : -1;
+    else if (command.rule) {
+      // iptables -D by specification deletes the first rule with the same matches and target.
+      const wanted = lowerRule(command.rule, this.family, command.span, []).map(ruleKey);
+      index = chain.rules.findIndex((r) => wanted.includes(ruleKey(r)));
+    }
+    if (index < 0) this.report('error', 'no-such-rule', `chain "${chain.name}" has no such rule to delete: iptables-restore fails here`, command.span);
+    else chain.rules.splice(index, 1);
+  }
+
+  private rename(command: IptablesCommand): void {
+    const from = command.chain;
+    const to = command.newName;
+    if (from === undefined || to === undefined) return;
+    const chain = this.chain(from, command.span);
+    if (!chain) return;
+    if (chain.builtin || this.chains.has(to)) {
+      this.report('error', 'bad-rename', `chain "${from}" cannot be renamed to "${to}"`, command.span);
+      return;
+    }
+    // Jumps point at the chain itself in nf_tables, so they follow the new name.
+    const renamed = new Map<string, ChainState>();
+    for (const [name, c] of this.chains) {
+      c.rules = c.rules.map((r) =>
+        r.stmts.some((s) => s.kind === 'verdict' && s.target === from)
+          ? { ...r, stmts: r.stmts.map((s) => (s.kind === 'verdict' && s.target === from ? { ...s, target: to } : s)) }
+          : r,
+      );
+      if (name === from) {
+        c.name = to;
+        renamed.set(to, c);
+      } else renamed.set(name, c);
+    }
+    this.chains.clear();
+    for (const [name, c] of renamed) this.chains.set(name, c);
+  }
+
+  toTable(): Table {
+    const chains: Chain[] = [];
+    for (const c of this.chains.values()) {
+      const hook = iptablesNftChain(this.block.name, c.name);
+      chains.push({
+        kind: 'chain',
+        span: c.span,
+        name: c.name,
+        ...(hook
+          ? {
+              base: {
+                type: hook.type,
+                hook: hook.hook,
+                priority: { span: c.span, offset: hook.priority, value: hook.priority },
+                policy: c.policy,
+                devices: [],
+              },
+            }
+          : {}),
+        rules: c.rules,
+      });
+    }
+    return { kind: 'table', span: this.block.span, family: this.family, name: this.block.name, flags: [], objects: [], sets: [], flowtables: [], chains };
+  }
+}
+
+/** A rule's identity for `-D` by specification: its statements without counter values. */
+function ruleKey(rule: Rule): string {
+  return formatRule({ ...rule, stmts: rule.stmts.filter((s) => s.kind !== 'counter') });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Rules
+
+/** The nft rules one iptables rule becomes: one per source × destination address (iptables
+ * expands `-s a,b`), none when the line is for the other family (`-4` in ip6tables-restore). */
+export function lowerRule(rule: IptablesRule, family: 'ip' | 'ip6', span: Span, diagnostics: Diagnostic[]): Rule[] {
+  if (rule.onlyFamily !== undefined && (rule.onlyFamily === 'ipv6') !== (family === 'ip6')) return [];
+  const sources = rule.source?.addresses ?? [undefined];
+  const destinations = rule.destination?.addresses ?? [undefined];
+  const rules: Rule[] = [];
+  for (const s of sources) {
+    for (const d of destinations) rules.push(new RuleLowering(rule, family, span, diagnostics).lower(s, d));
+  }
+  return rules;
+}
+
+const L4_PORT_MATCHES = new Set(['tcp', 'udp', 'udplite', 'sctp', 'dccp']);
+
+class RuleLowering {
+  private readonly stmts: Stmt[] = [];
+  private comment: string | undefined;
+
+  constructor(
+    private readonly rule: IptablesRule,
+    private readonly family: 'ip' | 'ip6',
+    private readonly span: Span,
+    private readonly diagnostics: Diagnostic[],
+  ) {}
+
+  lower(source: AddressSpec | undefined, destination: AddressSpec | undefined): Rule {
+    const r = this.rule;
+    const ipProto = this.family === 'ip' ? 'ip' : 'ip6';
+    // Order of nft_ipv4_xlate / nft_ipv6_xlate (iptables/nft-ipv4.c, nft-ipv6.c).
+    if (r.inInterface) this.interface('iifname', r.inInterface);
+    if (r.outInterface) this.interface('oifname', r.outInterface);
+    if (r.fragment) {
+      const frag: Expr = binop(r.fragment.span, '&', payload(r.fragment.span, 'ip', 'frag-off'), lit(r.fragment.span, '0x1fff'));
+      this.match(r.fragment.span, frag, r.fragment.negated ? '==' : '!=', lit(r.fragment.span, '0'));
+    }
+    const protocol = r.protocol;
+    // iptables-translate leaves the protocol out when a match of the same name carries it.
+    const pname = protocol?.number !== undefined ? protocolName(protocol.number) : protocol?.name;
+    if (protocol && protocol.number !== 0 && !r.matches.some((m) => m.name === pname || (m.name === 'icmp6' && protocol.number === 58))) {
+      const left = this.family === 'ip' ? payload(protocol.span, 'ip', 'protocol') : meta(protocol.span, 'l4proto');
+      this.match(protocol.span, left, protocol.negated ? '!=' : 'implicit', lit(protocol.span, pname ?? protocol.name));
+    }
+    if (source && r.source) this.address(r.source, source, payload(r.source.span, ipProto, 'saddr'));
+    if (destination && r.destination) this.address(r.destination, destination, payload(r.destination.span, ipProto, 'daddr'));
+    for (const m of r.matches) this.lowerMatch(m);
+    this.stmts.push({ kind: 'counter', span: r.counters?.span ?? this.span, packets: r.counters?.packets ?? 0, bytes: r.counters?.bytes ?? 0 });
+    if (r.target) this.lowerTarget(r.target);
+    return {
+      kind: 'rule',
+      span: this.span,
+      stmts: this.stmts,
+      ...(this.comment !== undefined ? { comment: this.comment } : {}),
+      origin: { format: 'iptables', text: r.origin },
+    };
+  }
+
+  private match(span: Span, left: Expr, op: Relational['op'], right: Expr, slash?: boolean): void {
+    const rel: Relational = { kind: 'relational', span, op, left, right, ...(slash ? { slash } : {}) };
+    const stmt: MatchStmt = { kind: 'match', span, expr: typeInner(rel) as Relational };
+    this.stmts.push(stmt);
+  }
+
+  private unsupported(span: Span, what: string): void {
+    this.diagnostics.push({ severity: 'warning', code: 'unsupported', message: `${what} has no nft lowering in nftsim; kept as an xt extension`, span });
+  }
+
+  private xt(type: 'match' | 'target', span: Span, name: string, options: readonly IptablesOption[]): void {
+    const xtOptions: XtOption[] = options.map((o) => ({ name: o.name, negated: o.negated, args: o.args, value: o.value }));
+    this.stmts.push({ kind: 'xt-extension', span, type, name, options: xtOptions });
+  }
+
+  private interface(key: 'iifname' | 'oifname', m: { span: Span; negated: boolean; name: string; wildcard: boolean }): void {
+    const text = m.wildcard ? `${m.name}*` : m.name;
+    this.match(m.span, meta(m.span, key, false), m.negated ? '!=' : 'implicit', { ...lit(m.span, text), quoted: true });
+  }
+
+  private address(m: AddressMatch, a: AddressSpec, left: Expr): void {
+    const op = m.negated ? '!=' : 'implicit';
+    const v6 = a.type === 'ipv6';
+    const bits = v6 ? 128 : 32;
+    if (a.mask !== undefined && a.prefixLength === undefined) {
+      // A non-contiguous netmask: iptables-translate's `ip saddr & MASK == ADDR & MASK`.
+      const masked = formatAddress(andAddress(a.address, a.mask, v6), v6);
+      this.match(m.span, binop(m.span, '&', left, lit(m.span, a.mask)), m.negated ? '!=' : '==', lit(m.span, masked));
+      return;
+    }
+    const prefix = a.prefixLength ?? bits;
+    // `-s 0.0.0.0/0` matches everything: iptables-nft adds no expression for it.
+    if (prefix === 0 && !m.negated) return;
+    if (a.type === 'hostname' || prefix === bits) {
+      this.match(m.span, left, op, lit(m.span, a.address));
+      return;
+    }
+    const network = formatAddress(andAddress(a.address, prefixMask(prefix, v6), v6), v6);
+    this.match(m.span, left, op, { kind: 'prefix', span: m.span, expr: lit(m.span, network), length: prefix });
+  }
+
+  // --- matches ------------------------------------------------------------------------------
+
+  private lowerMatch(m: IptablesMatch): void {
+    if (!m.known || m.options.some((o) => o.value.type === 'raw')) {
+      this.unsupported(m.span, `match "${m.name}"`);
+      this.xt('match', m.span, m.name, m.options);
+      return;
+    }
+    const lowering = MATCH_LOWERINGS[m.name];
+    if (lowering === undefined || !lowering.call(this, m)) {
+      if (!TYPED_XT_MATCHES.has(m.name)) this.unsupported(m.span, `match "${m.name}"`);
+      this.xt('match', m.span, m.name, m.options);
+    }
+  }
+
+  ports(m: IptablesMatch): boolean {
+    const before = this.stmts.length;
+    // tcp_xlate and friends print the source port first.
+    const ports = m.options.filter((o) => o.name === 'sport').concat(m.options.filter((o) => o.name === 'dport'));
+    for (const o of ports) {
+      if ((o.name === 'sport' || o.name === 'dport') && o.value.type === 'range') {
+        // The full range matches every packet of the protocol: iptables-translate drops it.
+        if (o.value.from === 0 && o.value.to === 65535 && !o.negated) continue;
+        this.match(o.span, payload(o.span, m.name, o.name), o.negated ? '!=' : 'implicit', rangeLiteral(o.span, o.value.from, o.value.to));
+      }
+    }
+    for (const o of m.options) {
+      if (o.name === 'tcp-option' && o.value.type === 'number') {
+        this.match(o.span, { kind: 'tcp-option', span: o.span, option: String(o.value.n) }, 'implicit', lit(o.span, o.negated ? 'missing' : 'exists'));
+      } else if (o.name === 'tcp-flags' && o.value.type === 'tcp-flags') {
+        this.tcpFlags(o, o.value.mask, o.value.compare);
+      } else if (o.name === 'syn') {
+        this.tcpFlags(o, ['FIN', 'SYN', 'RST', 'ACK'], ['SYN']);
+      } else if (o.name !== 'sport' && o.name !== 'dport') return false;
+    }
+    if (this.stmts.length === before) this.match(m.span, meta(m.span, 'l4proto'), 'implicit', lit(m.span, m.name));
+    return true;
+  }
+
+  private tcpFlags(o: IptablesOption, mask: readonly string[], compare: readonly string[]): void {
+    const flags = (names: readonly string[]): Expr => {
+      const expanded = TCP_FLAG_ORDER.filter((n) => names.includes('ALL') || names.includes(n));
+      const items = expanded.map((n) => lit(o.span, n.toLowerCase()));
+      if (items.length === 1) return items[0]!;
+      return items.length === 0 ? lit(o.span, '0x0') : { kind: 'flag-list', span: o.span, items };
+    };
+    const left = binop(o.span, '&', payload(o.span, 'tcp', 'flags'), flags(mask));
+    this.match(o.span, left, o.negated ? '!=' : '==', flags(compare), true);
+  }
+
+  icmp(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o === undefined || o.value.type !== 'icmp-type' || o.value.icmpType === undefined) return false;
+    const proto = m.name === 'icmp' ? 'icmp' : 'icmpv6';
+    if (o.value.name === 'any' && !o.negated) {
+      // Every ICMP type: only the protocol is tested.
+      const left = this.family === 'ip' ? payload(o.span, 'ip', 'protocol') : meta(o.span, 'l4proto');
+      this.match(o.span, left, 'implicit', lit(o.span, this.family === 'ip' ? 'icmp' : 'ipv6-icmp'));
+      return true;
+    }
+    const { icmpType, code } = o.value;
+    const op = o.negated ? '!=' : 'implicit';
+    if (code === undefined || (code.from === 0 && code.to === 0xff)) {
+      this.match(o.span, payload(o.span, proto, 'type'), op, lit(o.span, String(icmpType)));
+    } else if (o.negated) return false;
+    else {
+      this.match(o.span, payload(o.span, proto, 'type'), 'implicit', lit(o.span, String(icmpType)));
+      this.match(o.span, payload(o.span, proto, 'code'), 'implicit', rangeLiteral(o.span, code.from, code.to));
+    }
+    return true;
+  }
+
+  commentMatch(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.value.type !== 'string') return false;
+    this.comment = o.value.s;
+    return true;
+  }
+
+  conntrack(m: IptablesMatch): boolean {
+    // Order of conntrack_mt_xlate (libxt_conntrack.c).
+    const order = ['ctdir', 'ctproto', 'ctstate', 'state', 'ctstatus', 'ctexpire', 'ctorigsrc', 'ctorigdst', 'ctreplsrc', 'ctrepldst', 'ctorigsrcport', 'ctorigdstport', 'ctreplsrcport', 'ctrepldstport'];
+    const options = [...m.options].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+    // `--ctstate` SNAT/DNAT test the conntrack status, other states the state: a mix is an OR
+    // across two keys that no single nft match expresses.
+    const states = options.find((o) => o.name === 'ctstate');
+    if (states?.value.type === 'names') {
+      const nat = states.value.names.filter((n) => n === 'SNAT' || n === 'DNAT');
+      if (nat.length > 0 && nat.length < states.value.names.length) return false;
+    }
+    for (const o of options) {
+      const op = o.negated ? '!=' : 'implicit';
+      const v = o.value;
+      if ((o.name === 'ctstate' || o.name === 'state') && v.type === 'names') {
+        const nat = v.names.every((n) => n === 'SNAT' || n === 'DNAT');
+        this.match(o.span, ct(o.span, nat ? 'status' : 'state'), op, names(o.span, v.names.map((n) => (n === 'SNAT' ? 'snat' : n === 'DNAT' ? 'dnat' : n.toLowerCase()))));
+      } else if (o.name === 'ctstatus' && v.type === 'names') {
+        const sorted = [...v.names].sort((a, b) => CT_STATUS_ORDER.indexOf(a) - CT_STATUS_ORDER.indexOf(b));
+        this.match(o.span, ct(o.span, 'status'), op, names(o.span, sorted.map((n) => n.toLowerCase().replace('_', '-'))));
+      } else if (o.name === 'ctdir' && v.type === 'names') {
+        this.match(o.span, ct(o.span, 'direction'), op, lit(o.span, (v.names[0] ?? '').toLowerCase()));
+      } else if (o.name === 'ctproto' && v.type === 'string') {
+        const n = protocolNumber(v.s);
+        if (n === undefined) return false;
+        this.match(o.span, ct(o.span, 'protocol', 'original'), op, lit(o.span, String(n)));
+      } else if (o.name === 'ctexpire' && v.type === 'range') {
+        this.match(o.span, ct(o.span, 'expiration'), op, rangeLiteral(o.span, v.from, v.to));
+      } else if (v.type === 'address' && CT_ADDRESS[o.name] !== undefined) {
+        const [dir, key] = CT_ADDRESS[o.name]!;
+        this.address({ span: o.span, negated: o.negated, addresses: [v.address] }, v.address, ct(o.span, key, dir));
+      } else if (v.type === 'range' && CT_PORT[o.name] !== undefined) {
+        const [dir, key] = CT_PORT[o.name]!;
+        this.match(o.span, ct(o.span, key, dir), op, rangeLiteral(o.span, v.from, v.to));
+      } else return false;
+    }
+    return true;
+  }
+
+  mark(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.value.type !== 'mark') return false;
+    const left: Expr = m.name === 'mark' ? meta(o.span, 'mark') : ct(o.span, 'mark');
+    this.maskedMatch(o, left, o.value.value, o.value.mask);
+    return true;
+  }
+
+  private maskedMatch(o: IptablesOption, left: Expr, value: number, mask: number | undefined): void {
+    if (mask === undefined || mask === 0xffffffff) this.match(o.span, left, o.negated ? '!=' : 'implicit', hex(o.span, value));
+    else this.match(o.span, binop(o.span, '&', left, hex(o.span, mask)), o.negated ? '!=' : '==', hex(o.span, value));
+  }
+
+  multiport(m: IptablesMatch): boolean {
+    const protocol = this.rule.protocol;
+    const pname = protocol?.number !== undefined ? protocolName(protocol.number) : protocol?.name;
+    if (!protocol || protocol.negated || pname === undefined || !L4_PORT_MATCHES.has(pname)) return false;
+    for (const o of m.options) {
+      if (o.name === 'ports' || o.value.type !== 'ranges') return false;
+      const ranges = o.value.items.map((r) => rangeLiteral(o.span, r.from, r.to));
+      const right: Expr = ranges.length === 1 ? ranges[0]! : { kind: 'set', span: o.span, elements: ranges.map((key) => ({ kind: 'element', span: o.span, key })) };
+      this.match(o.span, payload(o.span, pname, o.name === 'sports' ? 'sport' : 'dport'), o.negated ? '!=' : 'implicit', right);
+    }
+    return true;
+  }
+
+  addrtype(m: IptablesMatch): boolean {
+    const iface = m.options.find((o) => o.name === 'limit-iface-in') ? 'iif' : m.options.find((o) => o.name === 'limit-iface-out') ? 'oif' : undefined;
+    for (const o of m.options) {
+      if (o.value.type !== 'names') continue;
+      const types = [...o.value.names].sort((a, b) => ADDR_TYPE_ORDER.indexOf(a) - ADDR_TYPE_ORDER.indexOf(b)).map((n) => lit(o.span, n.toLowerCase()));
+      const right: Expr = types.length === 1 ? types[0]! : { kind: 'set', span: o.span, elements: types.map((key) => ({ kind: 'element', span: o.span, key })) };
+      const flags = [o.name === 'src-type' ? 'saddr' : 'daddr', ...(iface ? [iface] : [])];
+      this.match(o.span, { kind: 'fib', span: o.span, flags, result: 'type' }, o.negated ? '!=' : 'implicit', right);
+    }
+    return true;
+  }
+
+  statistic(m: IptablesMatch): boolean {
+    const get = (name: string) => m.options.find((o) => o.name === name);
+    const mode = get('mode');
+    const probability = get('probability');
+    if (probability?.value.type === 'probability') {
+      // xt_statistic: (get_random_u32() & 0x7fffffff) < lround(p * 2^31), libxt_statistic.c.
+      const threshold = Math.round(probability.value.p * 0x80000000);
+      const left = binop(probability.span, '&', meta(probability.span, 'random'), lit(probability.span, '2147483647'));
+      this.match(probability.span, left, probability.negated ? '>=' : '<', lit(probability.span, String(threshold)));
+      return true;
+    }
+    const every = get('every');
+    const packet = get('packet');
+    if (mode?.value.type === 'names' && mode.value.names[0] === 'nth' && every?.value.type === 'number') {
+      const n = packet?.value.type === 'number' ? packet.value.n : 0;
+      const span = every.span;
+      this.match(span, { kind: 'numgen', span, mode: 'inc', mod: every.value.n }, every.negated ? '!=' : 'implicit', lit(span, String(n)));
+      return true;
+    }
+    return false;
+  }
+
+  limit(m: IptablesMatch): boolean {
+    const rate = m.options.find((o) => o.name === 'limit');
+    const burst = m.options.find((o) => o.name === 'limit-burst');
+    // libxt_limit.c defaults: 3/hour, burst 5.
+    const count = rate?.value.type === 'rate' ? rate.value.count : 3;
+    const per = rate?.value.type === 'rate' ? rate.value.unit : 'hour';
+    const b = burst?.value.type === 'number' ? burst.value.n : 5;
+    this.stmts.push({ kind: 'limit', span: m.span, over: false, rate: count, unit: 'packets', per, burst: b });
+    return true;
+  }
+
+  numberRange(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.value.type !== 'range') return false;
+    const left: Expr = m.name === 'length' ? meta(o.span, 'length') : { kind: 'tcp-option', span: o.span, option: 'maxseg', field: 'size' };
+    this.match(o.span, left, o.negated ? '!=' : 'implicit', rangeLiteral(o.span, o.value.from, o.value.to));
+    return true;
+  }
+
+  pkttype(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.value.type !== 'names' || o.value.names.length !== 1) return false;
+    this.match(o.span, meta(o.span, 'pkttype', false), o.negated ? '!=' : 'implicit', lit(o.span, o.value.names[0]!.toLowerCase()));
+    return true;
+  }
+
+  iprange(m: IptablesMatch): boolean {
+    const ipProto = this.family === 'ip' ? 'ip' : 'ip6';
+    const sorted = [...m.options].sort((a) => (a.name === 'src-range' ? -1 : 1));
+    for (const o of sorted) {
+      if (o.value.type !== 'address-range') return false;
+      const range: Expr = { kind: 'range', span: o.span, low: lit(o.span, o.value.from), high: lit(o.span, o.value.to) };
+      this.match(o.span, payload(o.span, ipProto, o.name === 'src-range' ? 'saddr' : 'daddr'), o.negated ? '!=' : 'implicit', range);
+    }
+    return true;
+  }
+
+  owner(m: IptablesMatch): boolean {
+    if (m.options.some((o) => o.name !== 'uid-owner' && o.name !== 'gid-owner')) return false;
+    for (const o of m.options) {
+      if (o.value.type !== 'string') return false;
+      const key = o.name === 'uid-owner' ? 'skuid' : 'skgid';
+      const id = o.value.s === 'root' ? '0' : o.value.s;
+      const range = /^(\d+)-(\d+)$/.exec(id);
+      const right: Expr = range ? rangeLiteral(o.span, Number(range[1]), Number(range[2])) : lit(o.span, id);
+      this.match(o.span, meta(o.span, key, false), o.negated ? '!=' : 'implicit', right);
+    }
+    return true;
+  }
+
+  helper(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.value.type !== 'string') return false;
+    this.match(o.span, ct(o.span, 'helper'), o.negated ? '!=' : 'implicit', { ...lit(o.span, o.value.s), quoted: true });
+    return true;
+  }
+
+  mac(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.value.type !== 'string') return false;
+    this.match(o.span, payload(o.span, 'ether', 'saddr'), o.negated ? '!=' : 'implicit', lit(o.span, o.value.s.toLowerCase()));
+    return true;
+  }
+
+  ttl(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.value.type !== 'number') return false;
+    const left = m.name === 'ttl' ? payload(o.span, 'ip', 'ttl') : payload(o.span, 'ip6', 'hoplimit');
+    const op = o.name.endsWith('-lt') ? '<' : o.name.endsWith('-gt') ? '>' : o.negated ? '!=' : 'implicit';
+    this.match(o.span, left, op, lit(o.span, String(o.value.n)));
+    return true;
+  }
+
+  // --- targets ------------------------------------------------------------------------------
+
+  private lowerTarget(t: IptablesTarget): void {
+    const span = t.span;
+    switch (t.type) {
+      case 'verdict':
+        if (t.name === 'QUEUE') this.stmts.push({ kind: 'queue', span, num: lit(span, '0'), flags: [] });
+        else this.stmts.push({ kind: 'verdict', span, verdict: t.name === 'ACCEPT' ? 'accept' : t.name === 'DROP' ? 'drop' : 'return' });
+        return;
+      case 'chain':
+        this.stmts.push({ kind: 'verdict', span, verdict: t.jump === 'goto' ? 'goto' : 'jump', target: t.name });
+        return;
+      case 'unknown':
+        this.unsupported(span, `target "${t.name}"`);
+        this.xt('target', span, t.name, t.options);
+        return;
+      case 'extension': {
+        const lowering = TARGET_LOWERINGS[t.name];
+        if (t.options.some((o) => o.value.type === 'raw') || lowering === undefined || !lowering.call(this, t)) {
+          this.unsupported(span, `target "${t.name}"`);
+          this.xt('target', span, t.name, t.options);
+        }
+        return;
+      }
+      default: {
+        const exhaustive: never = t.type;
+        return exhaustive;
+      }
+    }
+  }
+
+  reject(t: IptablesTarget): boolean {
+    const o = t.options.find((x) => x.name === 'reject-with');
+    if (o === undefined) {
+      this.stmts.push({ kind: 'reject', span: t.span });
+      return true;
+    }
+    if (o.value.type !== 'string') return false;
+    const how = readIptablesRejectWith(o.value.s);
+    if (!how) return false;
+    const defaultCode = how.with === (this.family === 'ip' ? 'icmp' : 'icmpv6') && how.code === 'port-unreachable';
+    if (defaultCode) this.stmts.push({ kind: 'reject', span: t.span });
+    else this.stmts.push({ kind: 'reject', span: t.span, with: how.with as 'icmp' | 'icmpv6' | 'tcp reset', ...(how.code ? { code: how.code, typeKeyword: true } : {}) });
+    return true;
+  }
+
+  log(t: IptablesTarget): boolean {
+    const get = (name: string) => t.options.find((o) => o.name === name)?.value;
+    const prefix = get('log-prefix');
+    const level = get('log-level');
+    const levelName = level?.type === 'string' ? (LOG_LEVELS[Number(level.s)] ?? level.s.toLowerCase()) : undefined;
+    const has = (name: string) => t.options.some((o) => o.name === name);
+    const flags: string[] = [];
+    if (has('log-tcp-sequence') && has('log-tcp-options')) flags.push('tcp sequence,options');
+    else if (has('log-tcp-sequence')) flags.push('tcp sequence');
+    else if (has('log-tcp-options')) flags.push('tcp options');
+    if (has('log-ip-options')) flags.push('ip options');
+    if (has('log-uid')) flags.push('skuid');
+    if (has('log-macdecode')) flags.push('ether');
+    this.stmts.push({
+      kind: 'log',
+      span: t.span,
+      ...(prefix?.type === 'string' ? { prefix: prefix.s } : {}),
+      ...(levelName !== undefined ? { level: levelName === 'error' ? 'err' : levelName === 'warning' ? 'warn' : levelName === 'panic' ? 'emerg' : levelName } : {}),
+      flags,
+    });
+    return true;
+  }
+
+  nflog(t: IptablesTarget): boolean {
+    const num = (name: string) => {
+      const v = t.options.find((o) => o.name === name)?.value;
+      return v?.type === 'number' ? v.n : undefined;
+    };
+    const prefix = t.options.find((o) => o.name === 'nflog-prefix')?.value;
+    const snaplen = num('nflog-size') ?? num('nflog-range');
+    const threshold = num('nflog-threshold');
+    this.stmts.push({
+      kind: 'log',
+      span: t.span,
+      ...(prefix?.type === 'string' ? { prefix: prefix.s } : {}),
+      group: num('nflog-group') ?? 0,
+      ...(snaplen !== undefined ? { snaplen } : {}),
+      ...(threshold !== undefined ? { queueThreshold: threshold } : {}),
+      flags: [],
+    });
+    return true;
+  }
+
+  markTarget(t: IptablesTarget): boolean {
+    const o = t.options[0];
+    if (o === undefined || t.options.length !== 1) return false;
+    const xmark = xmarkOf(o);
+    if (!xmark) return false;
+    this.stmts.push({ kind: 'meta-set', span: t.span, key: 'mark', qualified: true, value: markUpdate(o.span, meta(o.span, 'mark', false), xmark) });
+    return true;
+  }
+
+  connmarkTarget(t: IptablesTarget): boolean {
+    const get = (name: string) => t.options.find((o) => o.name === name);
+    const num = (name: string) => {
+      const v = get(name)?.value;
+      return v?.type === 'number' ? v.n : 0xffffffff;
+    };
+    const span = t.span;
+    if (get('save-mark') || get('restore-mark')) {
+      // save: ctmark = (ctmark & ~ctmask) ^ (mark & nfmask); restore: the other way round
+      // (xt_connmark.c). Only the default full masks have a plain nft spelling.
+      const shared = get('mask');
+      const nfmask = shared ? num('mask') : num('nfmask');
+      const ctmask = shared ? num('mask') : num('ctmask');
+      if (get('save-mark')) {
+        if (nfmask !== 0xffffffff || ctmask !== 0xffffffff) return false;
+        this.stmts.push({ kind: 'ct-set', span, key: 'mark', value: meta(span, 'mark', false) });
+      } else {
+        if (ctmask !== 0xffffffff || nfmask !== 0xffffffff) return false;
+        this.stmts.push({ kind: 'meta-set', span, key: 'mark', qualified: true, value: ct(span, 'mark') });
+      }
+      return true;
+    }
+    const o = t.options[0];
+    if (o === undefined || t.options.length !== 1) return false;
+    const xmark = xmarkOf(o);
+    if (!xmark) return false;
+    this.stmts.push({ kind: 'ct-set', span, key: 'mark', value: markUpdate(o.span, ct(o.span, 'mark'), xmark) });
+    return true;
+  }
+
+  nat(t: IptablesTarget): boolean {
+    const type = t.name === 'SNAT' ? 'snat' : t.name === 'DNAT' ? 'dnat' : t.name === 'MASQUERADE' ? 'masquerade' : 'redirect';
+    const to = t.options.find((o) => o.value.type === 'nat-range')?.value;
+    const range: NatRange = to?.type === 'nat-range' ? to.range : {};
+    const has = (name: string) => t.options.some((o) => o.name === name);
+    // nft prints NAT flags in this order (src/statement.c nat_stmt_print).
+    const flags = [...(has('random') ? ['random'] : []), ...(has('random-fully') ? ['fully-random'] : []), ...(has('persistent') ? ['persistent'] : [])];
+    const span = t.span;
+    const addr =
+      range.addressFrom === undefined
+        ? undefined
+        : range.addressTo === undefined || range.addressTo === range.addressFrom
+          ? lit(span, range.addressFrom)
+          : ({ kind: 'range', span, low: lit(span, range.addressFrom), high: lit(span, range.addressTo) } satisfies Expr);
+    const port = range.portFrom === undefined || range.portBase !== undefined ? undefined : rangeLiteral(span, range.portFrom, range.portTo ?? range.portFrom);
+    if (range.portBase !== undefined) return false;
+    const addrType = this.family === 'ip' ? 'ipv4_addr' : 'ipv6_addr';
+    this.stmts.push({
+      kind: 'nat',
+      span,
+      type,
+      ...(addr ? { addr: typeWith(addr, { name: addrType, bits: this.family === 'ip' ? 32 : 128 }) } : {}),
+      ...(port ? { port: typeWith(port, { name: 'inet_service', bits: 16 }) } : {}),
+      flags,
+    });
+    return true;
+  }
+
+  notrack(t: IptablesTarget): boolean {
+    if (t.name === 'CT' && !(t.options.length === 1 && t.options[0]?.name === 'notrack')) {
+      const zone = t.options[0];
+      if (t.options.length !== 1 || zone?.name !== 'zone' || zone.value.type !== 'string' || !/^\d+$/.test(zone.value.s)) return false;
+      this.stmts.push({ kind: 'ct-set', span: t.span, key: 'zone', value: typeWith(lit(zone.span, zone.value.s), { name: 'integer', bits: 16 }) });
+      return true;
+    }
+    this.stmts.push({ kind: 'notrack', span: t.span });
+    return true;
+  }
+
+  tproxy(t: IptablesTarget): boolean {
+    const get = (name: string) => t.options.find((o) => o.name === name);
+    const port = get('on-port')?.value;
+    const ip = get('on-ip')?.value;
+    const mark = get('tproxy-mark');
+    const span = t.span;
+    const addr = ip?.type === 'address' ? typeWith(lit(span, ip.address.address), { name: this.family === 'ip' ? 'ipv4_addr' : 'ipv6_addr', bits: 0 }) : undefined;
+    const portExpr = port?.type === 'number' && (port.n !== 0 || addr === undefined) ? typeWith(lit(span, String(port.n)), { name: 'inet_service', bits: 16 }) : undefined;
+    this.stmts.push({ kind: 'tproxy', span, ...(addr ? { addr } : {}), ...(portExpr ? { port: portExpr } : {}) });
+    if (mark?.value.type === 'mark') {
+      const m = mark.value.mask ?? 0xffffffff;
+      this.stmts.push({ kind: 'meta-set', span, key: 'mark', qualified: true, value: markUpdate(mark.span, meta(mark.span, 'mark', false), { value: mark.value.value, mask: m }) });
+    }
+    // xt_TPROXY accepts the packet once redirected.
+    this.stmts.push({ kind: 'verdict', span, verdict: 'accept' });
+    return true;
+  }
+
+  tcpmss(t: IptablesTarget): boolean {
+    const o = t.options[0];
+    if (!o) return false;
+    const value: Expr =
+      o.name === 'clamp-mss-to-pmtu' ? { kind: 'rt', span: o.span, key: 'mtu' } : o.value.type === 'number' ? lit(o.span, String(o.value.n)) : lit(o.span, '0');
+    this.stmts.push({ kind: 'payload-set', span: t.span, target: { kind: 'tcp-option', span: o.span, option: 'maxseg', field: 'size' }, value: typeWith(value, { name: 'integer', bits: 16 }) });
+    return true;
+  }
+
+  trace(t: IptablesTarget): boolean {
+    this.stmts.push({ kind: 'meta-set', span: t.span, key: 'nftrace', qualified: true, value: typeWith(lit(t.span, '1'), { name: 'integer', bits: 1 }) });
+    return true;
+  }
+
+  nfqueue(t: IptablesTarget): boolean {
+    const get = (name: string) => t.options.find((o) => o.name === name)?.value;
+    const num = get('queue-num');
+    const balance = get('queue-balance');
+    const span = t.span;
+    const numExpr = balance?.type === 'range' ? rangeLiteral(span, balance.from, balance.to) : lit(span, String(num?.type === 'number' ? num.n : 0));
+    const flags = [
+      ...(t.options.some((o) => o.name === 'queue-bypass' || o.name === 'fail-open') ? ['bypass'] : []),
+      ...(t.options.some((o) => o.name === 'queue-cpu-fanout') ? ['fanout'] : []),
+    ];
+    this.stmts.push({ kind: 'queue', span, num: typeWith(numExpr, { name: 'integer', bits: 16 }), flags });
+    return true;
+  }
+}
+
+type MatchLowering = (this: RuleLowering, m: IptablesMatch) => boolean;
+type TargetLowering = (this: RuleLowering, t: IptablesTarget) => boolean;
+
+const p = RuleLowering.prototype;
+
+// Each returns false when this use of the extension has no equivalent nft expression; the
+// match then stays an xt extension.
+const MATCH_LOWERINGS: Readonly<Record<string, MatchLowering>> = {
+  tcp: p.ports,
+  udp: p.ports,
+  udplite: p.ports,
+  sctp: p.ports,
+  dccp: p.ports,
+  icmp: p.icmp,
+  icmp6: p.icmp,
+  comment: p.commentMatch,
+  conntrack: p.conntrack,
+  state: p.conntrack,
+  mark: p.mark,
+  connmark: p.mark,
+  multiport: p.multiport,
+  addrtype: p.addrtype,
+  statistic: p.statistic,
+  limit: p.limit,
+  length: p.numberRange,
+  tcpmss: p.numberRange,
+  pkttype: p.pkttype,
+  iprange: p.iprange,
+  owner: p.owner,
+  helper: p.helper,
+  mac: p.mac,
+  ttl: p.ttl,
+  hl: p.ttl,
+};
+
+// Matches with real semantics that nft cannot express, kept as typed xt extensions for the
+// simulator rather than reported (their options are all typed by the parser).
+const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['recent', 'set', 'physdev', 'socket', 'string', 'u32', 'bpf', 'conntrack', 'multiport', 'hashlimit', 'connlimit', 'policy', 'rpfilter', 'owner']);
+
+const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
+  REJECT: p.reject,
+  LOG: p.log,
+  NFLOG: p.nflog,
+  MARK: p.markTarget,
+  CONNMARK: p.connmarkTarget,
+  SNAT: p.nat,
+  DNAT: p.nat,
+  MASQUERADE: p.nat,
+  REDIRECT: p.nat,
+  NOTRACK: p.notrack,
+  CT: p.notrack,
+  TPROXY: p.tproxy,
+  TCPMSS: p.tcpmss,
+  TRACE: p.trace,
+  NFQUEUE: p.nfqueue,
+};
+
+// ---------------------------------------------------------------------------------------------
+// Values
+
+/** `mark = (mark & ~mask) ^ value`: the kernel's xt_mark_tginfo2 / xt_connmark_tginfo1. */
+interface Xmark {
+  readonly value: number;
+  readonly mask: number;
+}
+
+/** The (value, mask) pair every MARK/CONNMARK option form stands for (libxt_MARK.c
+ * mark_tg_parse, libxt_CONNMARK.c). */
+function xmarkOf(o: IptablesOption): Xmark | undefined {
+  const v = o.value;
+  if (v.type === 'mark') {
+    const mask = v.mask ?? 0xffffffff;
+    return o.name === 'set-mark' ? { value: v.value, mask: (mask | v.value) >>> 0 } : { value: v.value, mask };
+  }
+  if (v.type !== 'number') return undefined;
+  switch (o.name) {
+    case 'and-mark':
+      return { value: 0, mask: ~v.n >>> 0 };
+    case 'or-mark':
+      return { value: v.n, mask: v.n };
+    case 'xor-mark':
+      return { value: v.n, mask: 0 };
+    default:
+      return undefined;
+  }
+}
+
+/** The new mark as iptables-nft's xlate writes it and nft lists it (`mark or 0x4000`,
+ * `mark and 0xffffffcd xor 0x40`): the simplest form of (old & ~mask) ^ value. */
+function markUpdate(span: Span, old: Expr, { value, mask }: Xmark): Expr {
+  const word = (op: '&' | '|' | '^', left: Expr, n: number): Expr => ({ ...binop(span, op, left, lit(span, `0x${n.toString(16)}`)), word: true });
+  let expr: Expr;
+  if (mask === 0xffffffff) return typeWith(lit(span, `0x${value.toString(16)}`), { name: 'mark', bits: 32 });
+  if (value === 0) expr = word('&', old, ~mask >>> 0);
+  else if (value === mask) expr = word('|', old, value);
+  else if (mask === 0) expr = word('^', old, value);
+  else expr = word('^', word('&', old, ~mask >>> 0), value);
+  return typeInner(expr);
+}
+
+// Bit order, in which nft lists flags: tcp flags (include/linux/tcp.h), ct status
+// (nf_conntrack_common.h IPS_*).
+const TCP_FLAG_ORDER = ['FIN', 'SYN', 'RST', 'PSH', 'ACK', 'URG'];
+const CT_STATUS_ORDER = ['EXPECTED', 'SEEN_REPLY', 'ASSURED', 'CONFIRMED'];
+
+// libxt_addrtype.c: types in bit order (the order iptables-translate lists them).
+const ADDR_TYPE_ORDER = ['UNSPEC', 'UNICAST', 'LOCAL', 'BROADCAST', 'ANYCAST', 'MULTICAST', 'BLACKHOLE', 'UNREACHABLE', 'PROHIBIT', 'THROW', 'NAT', 'XRESOLVE'];
+
+// syslog levels by number (LOG --log-level 4), as nft names them.
+const LOG_LEVELS: readonly string[] = ['emerg', 'alert', 'crit', 'err', 'warn', 'notice', 'info', 'debug'];
+
+const CT_ADDRESS: Readonly<Record<string, readonly ['original' | 'reply', string]>> = {
+  ctorigsrc: ['original', 'saddr'],
+  ctorigdst: ['original', 'daddr'],
+  ctreplsrc: ['reply', 'saddr'],
+  ctrepldst: ['reply', 'daddr'],
+};
+
+const CT_PORT: Readonly<Record<string, readonly ['original' | 'reply', string]>> = {
+  ctorigsrcport: ['original', 'proto-src'],
+  ctorigdstport: ['original', 'proto-dst'],
+  ctreplsrcport: ['reply', 'proto-src'],
+  ctrepldstport: ['reply', 'proto-dst'],
+};
+
+// /etc/protocols names nft prints for `ip protocol` / `meta l4proto` (src/proto.c inet_protocol).
+const PROTOCOL_NAMES: Readonly<Record<number, string>> = {
+  1: 'icmp', 2: 'igmp', 4: 'ipip', 6: 'tcp', 17: 'udp', 33: 'dccp', 41: 'ipv6', 47: 'gre', 50: 'esp', 51: 'ah', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite',
+};
+
+function protocolName(n: number): string {
+  return PROTOCOL_NAMES[n] ?? String(n);
+}
+
+function protocolNumber(name: string): number | undefined {
+  const lower = name.toLowerCase();
+  if (/^\d+$/.test(lower)) return Number(lower);
+  for (const [n, s] of Object.entries(PROTOCOL_NAMES)) if (s === lower) return Number(n);
+  return lower === 'icmpv6' ? 58 : undefined;
+}
+
+// --- addresses ------------------------------------------------------------------------------
+
+function parseAddressBits(address: string, v6: boolean): bigint {
+  if (!v6) return address.split('.').reduce((acc, part) => (acc << 8n) | BigInt(Number(part) & 0xff), 0n);
+  const [head = '', tail] = address.split('::');
+  const groups = (s: string): string[] => (s === '' ? [] : s.split(':'));
+  let parts = groups(head);
+  const tailParts = tail === undefined ? [] : groups(tail);
+  // An embedded IPv4 tail (`::ffff:1.2.3.4`) is two groups.
+  const expand = (ps: string[]): string[] =>
+    ps.flatMap((g) => {
+      if (!g.includes('.')) return [g];
+      const n = Number(parseAddressBits(g, false));
+      return [(n >>> 16).toString(16), (n & 0xffff).toString(16)];
+    });
+  parts = expand(parts);
+  const tails = expand(tailParts);
+  const fill = tail === undefined ? [] : new Array<string>(8 - parts.length - tails.length).fill('0');
+  return [...parts, ...fill, ...tails].reduce((acc, g) => (acc << 16n) | BigInt(parseInt(g || '0', 16)), 0n);
+}
+
+function prefixMask(prefix: number, v6: boolean): string {
+  const bits = v6 ? 128 : 32;
+  const mask = ((1n << BigInt(bits)) - 1n) ^ ((1n << BigInt(bits - prefix)) - 1n);
+  return formatAddress(mask, v6);
+}
+
+function andAddress(address: string, mask: string, v6: boolean): bigint {
+  return parseAddressBits(address, v6) & parseAddressBits(mask, v6);
+}
+
+/** RFC 5952 text (the longest run of zero groups becomes `::`), as nft prints addresses. */
+function formatAddress(bits: bigint, v6: boolean): string {
+  if (!v6) return [24n, 16n, 8n, 0n].map((s) => String((bits >> s) & 0xffn)).join('.');
+  const groups = Array.from({ length: 8 }, (_, i) => Number((bits >> BigInt(112 - 16 * i)) & 0xffffn));
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j === i ? i + 1 : j;
+  }
+  const hexes = groups.map((g) => g.toString(16));
+  if (best < 0) return hexes.join(':');
+  return `${hexes.slice(0, best).join(':')}::${hexes.slice(best + bestLen).join(':')}`;
+}
+
+// --- node constructors ----------------------------------------------------------------------
+
+function lit(span: Span, text: string): Literal {
+  return { kind: 'literal', span, text };
+}
+
+function hex(span: Span, n: number): Literal {
+  return typeLiteral(lit(span, `0x${n.toString(16).padStart(8, '0')}`), 'mark');
+}
+
+function names(span: Span, items: readonly string[]): Expr {
+  if (items.length === 1) return lit(span, items[0]!);
+  return { kind: 'flag-list', span, items: items.map((i) => lit(span, i)) };
+}
+
+function rangeLiteral(span: Span, from: number, to: number): Expr {
+  return from === to ? lit(span, String(from)) : { kind: 'range', span, low: lit(span, String(from)), high: lit(span, String(to)) };
+}
+
+function payload(span: Span, protocol: string, field: string): Expr {
+  return { kind: 'payload', span, protocol, field };
+}
+
+function meta(span: Span, key: string, qualified = true): Expr {
+  return { kind: 'meta', span, key, qualified };
+}
+
+function ct(span: Span, key: string, dir?: 'original' | 'reply'): Expr {
+  return { kind: 'ct', span, key, ...(dir ? { dir } : {}) };
+}
+
+function binop(span: Span, op: '&' | '|' | '^', left: Expr, right: Expr): Extract<Expr, { kind: 'binop' }> {
+  return { kind: 'binop', span, op, left, right };
+}
