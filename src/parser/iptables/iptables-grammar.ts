@@ -69,7 +69,7 @@ export const iptablesLexer = new Lexer(allTokens, {
 
 class IptablesLineParser extends CstParser {
   constructor() {
-    super(allTokens, { maxLookahead: 1 });
+    super(allTokens, { maxLookahead: 1, skipValidations: true });
     this.performSelfAnalysis();
   }
 

@@ -1,4 +1,4 @@
-import type { Node } from 'jsonc-parser';
+import type { JsonNode as Node } from './parse-json-tree.js';
 import type { Span } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
 
@@ -20,9 +20,9 @@ export class UnsupportedJson extends Error {
 export class JsonSource {
   readonly diagnostics: Diagnostic[] = [];
   private readonly lineStarts: number[] = [0];
-  /** Where the JSON fragment whose nodes are being read starts in `text`: a big listing is parsed
-   * one top-level object at a time (see parse-nft-json.ts), so node offsets are relative to it. */
-  base = 0;
+  /** The line of the last span: spans are asked for mostly in text order, so the next one is
+   * usually on that line or a few after it. */
+  private lastLine = 0;
 
   constructor(
     readonly file: string,
@@ -32,19 +32,29 @@ export class JsonSource {
   }
 
   spanAt(start: number, end: number): Span {
-    // Binary search for the last line start at or before `start`.
-    let lo = 0;
-    let hi = this.lineStarts.length - 1;
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (this.lineStarts[mid]! <= start) lo = mid;
-      else hi = mid - 1;
+    const starts = this.lineStarts;
+    let line = this.lastLine;
+    if (starts[line]! <= start && (line + 1 === starts.length || start < starts[line + 1]!)) {
+      // Same line as the last span.
+    } else if (starts[line]! <= start && (line + 2 === starts.length || start < starts[line + 2]!)) {
+      line++;
+    } else {
+      // Binary search for the last line start at or before `start`.
+      let lo = 0;
+      let hi = starts.length - 1;
+      while (lo < hi) {
+        const mid = (lo + hi + 1) >> 1;
+        if (starts[mid]! <= start) lo = mid;
+        else hi = mid - 1;
+      }
+      line = lo;
     }
-    return { file: this.file, start, end, line: lo + 1, column: start - this.lineStarts[lo]! + 1 };
+    this.lastLine = line;
+    return { file: this.file, start, end, line: line + 1, column: start - starts[line]! + 1 };
   }
 
   span(node: Node): Span {
-    return this.spanAt(this.base + node.offset, this.base + node.offset + node.length);
+    return this.spanAt(node.offset, node.offset + node.length);
   }
 
   /** The node's JSON text as written, whitespace collapsed so a multi-line object stays one line. */
@@ -54,18 +64,26 @@ export class JsonSource {
 
   /** The node's JSON text exactly as written. */
   raw(node: Node): string {
-    return this.text.slice(this.base + node.offset, this.base + node.offset + node.length);
+    return this.text.slice(node.offset, node.offset + node.length);
   }
 
   /** Reports the keys of object `node` that nft's schema does not have for `what`: kept out of
    * the model, so never silently. */
   checkKeys(node: Node, what: string, allowed: readonly string[]): void {
-    if (node.type !== 'object') return;
-    for (const p of node.children ?? []) {
-      const key = p.children?.[0]?.value as string | undefined;
-      if (key !== undefined && !allowed.includes(key)) {
-        this.report('warning', 'unsupported', `unknown key "${key}" in "${what}" ignored`, p);
-      }
+    const keys = node.keys;
+    if (!keys) return;
+    for (let i = 0; i < keys.length; i++) {
+      const key = keys[i]!;
+      if (allowed.includes(key)) continue;
+      // The span of the property: from its key to the end of its value.
+      const value = node.children![i]!;
+      const start = node.keyOffsets![i]!;
+      this.diagnostics.push({
+        severity: 'warning',
+        code: 'unsupported',
+        message: `unknown key "${key}" in "${what}" ignored`,
+        span: this.spanAt(start, value.offset + value.length),
+      });
     }
   }
 
@@ -75,33 +93,34 @@ export class JsonSource {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Typed access to jsonc-parser nodes. Every accessor throws UnsupportedJson on a wrong shape.
+// Typed access to JSON nodes. Every accessor throws UnsupportedJson on a wrong shape.
 
 /** The value nodes of an object's properties, by key, in source order. */
 export function objectEntries(node: Node): [string, Node][] {
-  if (node.type !== 'object') throw new UnsupportedJson(`expected an object, found ${node.type}`, node);
-  const out: [string, Node][] = [];
-  for (const property of node.children ?? []) {
-    const [key, value] = property.children ?? [];
-    if (key && value) out.push([String(key.value), value]);
-  }
-  return out;
+  const keys = node.keys;
+  if (!keys) throw new UnsupportedJson(`expected an object, found ${node.type}`, node);
+  return keys.map((key, i) => [key, node.children![i]!]);
+}
+
+/** The number of keys of an object; 0 for any other value. */
+export function keyCount(node: Node): number {
+  return node.keys ? node.keys.length : 0;
 }
 
 export function property(node: Node, key: string): Node | undefined {
-  if (node.type !== 'object') return undefined;
-  for (const p of node.children ?? []) {
-    const k = p.children?.[0];
-    if (k && k.value === key) return p.children?.[1];
-  }
+  const keys = node.keys;
+  if (!keys) return undefined;
+  // A scan: nft's objects have a handful of keys.
+  for (let i = 0; i < keys.length; i++) if (keys[i] === key) return node.children![i];
   return undefined;
 }
 
 /** `{"key": value}`: nft's tagged-union shape for statements and expressions. */
 export function singleEntry(node: Node): [string, Node] {
-  const entries = objectEntries(node);
-  if (entries.length !== 1) throw new UnsupportedJson(`expected an object with one key, found ${entries.length}`, node);
-  return entries[0]!;
+  const keys = node.keys;
+  if (!keys) throw new UnsupportedJson(`expected an object, found ${node.type}`, node);
+  if (keys.length !== 1) throw new UnsupportedJson(`expected an object with one key, found ${keys.length}`, node);
+  return [keys[0]!, node.children![0]!];
 }
 
 export function asString(node: Node): string {
@@ -116,7 +135,7 @@ export function asNumber(node: Node): number {
 
 export function asArray(node: Node): Node[] {
   if (node.type !== 'array') throw new UnsupportedJson(`expected an array, found ${node.type}`, node);
-  return node.children ?? [];
+  return node.children as Node[];
 }
 
 export function stringProp(node: Node, key: string): string | undefined {

@@ -1,7 +1,7 @@
-import { createScanner, parseTree, printParseErrorCode, SyntaxKind, type Node, type ParseError } from 'jsonc-parser';
 import type {
   BaseChainSpec,
   Chain,
+  ElementExpr,
   ChainType,
   Family,
   Flowtable,
@@ -33,6 +33,7 @@ import {
   stringListProp,
   stringProp,
 } from './json-source.js';
+import { JsonNode, JsonTreeParser, type JsonNode as Node, type JsonSyntaxError } from './parse-json-tree.js';
 import { req } from './read-json-expr.js';
 import { StmtReader, readLimit, readSynproxyFields } from './read-json-stmt.js';
 
@@ -63,6 +64,13 @@ const OBJECT_KEYS: Readonly<Record<string, readonly string[]>> = {
   tunnel: [...OBJECT_BASE_KEYS, 'id', 'src-ipv4', 'src-ipv6', 'dst-ipv4', 'dst-ipv6', 'sport', 'dport', 'tos', 'ttl', 'type', 'tunnel'],
 };
 
+/** Table flag names (src/rule.c `table_flags_name`: 1.0.6 has dormant and owner, 1.1 adds
+ * persist). */
+const TABLE_FLAGS: ReadonlySet<string> = new Set(['dormant', 'owner', 'persist']);
+
+/** The order nft lists set flags in (src/rule.c `set_print_declaration`). */
+const SET_FLAG_ORDER = ['constant', 'dynamic', 'interval', 'timeout'];
+
 const FAMILIES: ReadonlySet<string> = new Set(['ip', 'ip6', 'inet', 'arp', 'bridge', 'netdev']);
 const HOOKS: ReadonlySet<string> = new Set(['prerouting', 'input', 'forward', 'output', 'postrouting', 'ingress', 'egress']);
 const CHAIN_TYPES: ReadonlySet<string> = new Set(['filter', 'nat', 'route']);
@@ -72,57 +80,22 @@ const CHAIN_TYPES: ReadonlySet<string> = new Set(['filter', 'nat', 'route']);
 export function parseNftJson(text: string, options: ParseOptions = {}): ParseResult {
   const src = new JsonSource(options.file ?? '<input>', text);
   const builder = new RulesetBuilder(src);
-  const items = listingItems(text);
-  if (items) {
-    // One small tree per listing object keeps memory proportional to the largest object rather
-    // than to the whole listing (a kube-proxy node lists tens of MB).
-    for (const [start, end] of items) {
-      src.base = start;
-      const item = parseJson(src, text.slice(start, end));
-      if (item) builder.add(item);
-    }
-    src.base = 0;
-  } else {
-    const root = parseJson(src, text);
+  const parser = new JsonTreeParser(text);
+  // One tree per listing object keeps memory proportional to the largest object rather than to
+  // the whole listing (a kube-proxy node lists tens of MB).
+  const streamed = parser.streamListing((item) => builder.add(item));
+  if (streamed === false) {
+    const root = readDocument(src, parser);
     const list = root && root.type === 'object' ? property(root, 'nftables') : undefined;
     if (root && (!list || list.type !== 'array')) {
       src.report('error', 'syntax', 'expected {"nftables": [...]} (the output of `nft -j list ruleset`)', root);
     } else if (list) {
       for (const item of asArray(list)) builder.add(item);
     }
+  } else if (streamed !== true) {
+    reportSyntaxError(src, streamed);
   }
   return { ruleset: { kind: 'ruleset', tables: builder.build() }, diagnostics: src.diagnostics };
-}
-
-/** The offsets of the objects in `{"nftables": [ {…}, {…} ]}`, found with jsonc-parser's token
- * scanner, or undefined when the text is not exactly that shape (then the whole text is parsed
- * as one tree, which reports the problem with its position). */
-function listingItems(text: string): [number, number][] | undefined {
-  const scanner = createScanner(text, true);
-  const expect = (kind: SyntaxKind, value?: string): boolean =>
-    scanner.scan() === kind && (value === undefined || scanner.getTokenValue() === value);
-  if (!expect(SyntaxKind.OpenBraceToken) || !expect(SyntaxKind.StringLiteral, 'nftables')) return undefined;
-  if (!expect(SyntaxKind.ColonToken) || !expect(SyntaxKind.OpenBracketToken)) return undefined;
-  const items: [number, number][] = [];
-  for (;;) {
-    const token = scanner.scan();
-    if (token === SyntaxKind.CloseBracketToken && items.length === 0) break;
-    if (token !== SyntaxKind.OpenBraceToken) return undefined;
-    const start = scanner.getTokenOffset();
-    let depth = 1;
-    while (depth > 0) {
-      const inner = scanner.scan();
-      if (inner === SyntaxKind.EOF || scanner.getTokenError() !== 0) return undefined;
-      if (inner === SyntaxKind.OpenBraceToken || inner === SyntaxKind.OpenBracketToken) depth++;
-      else if (inner === SyntaxKind.CloseBraceToken || inner === SyntaxKind.CloseBracketToken) depth--;
-    }
-    items.push([start, scanner.getTokenOffset() + 1]);
-    const next = scanner.scan();
-    if (next === SyntaxKind.CloseBracketToken) break;
-    if (next !== SyntaxKind.CommaToken) return undefined;
-  }
-  if (!expect(SyntaxKind.CloseBraceToken) || scanner.scan() !== SyntaxKind.EOF) return undefined;
-  return items;
 }
 
 /** What `parseNftJsonStmts` returns. */
@@ -135,7 +108,7 @@ export interface JsonStmtsResult {
  * tests/py `*.t.json` files. */
 export function parseNftJsonStmts(text: string, options: ParseOptions = {}): JsonStmtsResult {
   const src = new JsonSource(options.file ?? '<input>', text);
-  const root = parseJson(src, text);
+  const root = readDocument(src, new JsonTreeParser(text));
   if (!root) return { stmts: [], diagnostics: src.diagnostics };
   if (root.type !== 'array') {
     src.report('error', 'syntax', 'expected an array of statements', root);
@@ -144,25 +117,17 @@ export function parseNftJsonStmts(text: string, options: ParseOptions = {}): Jso
   return { stmts: new StmtReader(src).readList(root), diagnostics: src.diagnostics };
 }
 
-/** Parses `json` (the whole input, or one object of it starting at `src.base`). */
-function parseJson(src: JsonSource, json: string): Node | undefined {
-  const errors: ParseError[] = [];
-  const root = parseTree(json, errors, { disallowComments: true, allowTrailingComma: false });
-  for (const e of errors) {
-    src.diagnostics.push({
-      severity: 'error',
-      code: 'syntax',
-      message: `invalid JSON: ${describeParseError(printParseErrorCode(e.error))}`,
-      span: src.spanAt(src.base + e.offset, src.base + e.offset + e.length),
-    });
-  }
-  if (!root && errors.length === 0) src.report('error', 'syntax', 'empty input: expected JSON');
-  return errors.length > 0 ? undefined : root;
+/** The whole input as one tree, or undefined after reporting why it is not JSON. */
+function readDocument(src: JsonSource, parser: JsonTreeParser): Node | undefined {
+  const root = parser.parseDocument();
+  if (root instanceof JsonNode) return root;
+  reportSyntaxError(src, root);
+  return undefined;
 }
 
-/** `CommaExpected` → `comma expected`. */
-function describeParseError(code: string): string {
-  return code.replace(/([a-z])([A-Z])/g, '$1 $2').toLowerCase();
+function reportSyntaxError(src: JsonSource, error: JsonSyntaxError): void {
+  const message = error.message.startsWith('empty input') ? error.message : `invalid JSON: ${error.message}`;
+  src.diagnostics.push({ severity: 'error', code: 'syntax', message, span: src.spanAt(error.offset, error.offset + error.length) });
 }
 
 interface TableBuilder {
@@ -176,6 +141,8 @@ interface TableBuilder {
   readonly sets: NamedSet[];
   readonly flowtables: Flowtable[];
   readonly chains: Map<string, { chain: Omit<Chain, 'rules'>; rules: Rule[] }>;
+  /** Sets a rule adds to, updates or deletes from (see `withListedFlags`). */
+  readonly dynamicSets: Set<string>;
 }
 
 class RulesetBuilder {
@@ -196,7 +163,7 @@ class RulesetBuilder {
       flags: t.flags,
       ...(t.comment !== undefined && { comment: t.comment }),
       objects: t.objects,
-      sets: t.sets,
+      sets: t.sets.map((set) => withListedFlags(set, t.dynamicSets.has(set.name))),
       flowtables: t.flowtables,
       chains: [...t.chains.values()].map(({ chain, rules }) => ({ ...chain, rules })),
     }));
@@ -221,7 +188,7 @@ class RulesetBuilder {
       case 'table': {
         const table = this.table(v, 'name', span);
         table.handle = readHandle(v);
-        table.flags = stringListProp(v, 'flags');
+        table.flags = this.readTableFlags(v);
         table.comment = stringProp(v, 'comment');
         return;
       }
@@ -246,6 +213,21 @@ class RulesetBuilder {
     }
   }
 
+  /** nft 1.0.x writes a single table flag from a string it has already freed (json.c
+   * `table_flags_json` unpacks the one-item array without a reference, then drops the array), so
+   * what comes out is whatever reused that memory, often the table's name. Such a flag cannot be
+   * read; `dormant` is the flag a table listed with exactly one flag almost always has (`owner`
+   * tables vanish with the process that owns them), and the guess is reported. */
+  private readTableFlags(v: Node): string[] {
+    const flags = stringListProp(v, 'flags');
+    const node = property(v, 'flags');
+    if (node?.type === 'string' && !TABLE_FLAGS.has(flags[0]!)) {
+      this.src.report('warning', 'unreadable', `table flag "${flags[0]!}" is not a flag (nft 1.0.x JSON bug); read as "dormant"`, node);
+      return ['dormant'];
+    }
+    return flags;
+  }
+
   /** The table an object belongs to; nft lists tables first, but a table named only by its
    * contents is created rather than dropping them. */
   private table(v: Node, nameKey: 'name' | 'table', span: Span): TableBuilder {
@@ -256,7 +238,7 @@ class RulesetBuilder {
     const id = `${family} ${name}`;
     let table = this.tables.get(id);
     if (!table) {
-      table = { span, family: family as Family, name, flags: [], objects: [], sets: [], flowtables: [], chains: new Map() };
+      table = { span, family: family as Family, name, flags: [], objects: [], sets: [], flowtables: [], chains: new Map(), dynamicSets: new Set() };
       this.tables.set(id, table);
     }
     return table;
@@ -322,12 +304,18 @@ class RulesetBuilder {
     const handle = readHandle(v);
     const comment = stringProp(v, 'comment');
     const exprNode = property(v, 'expr');
+    const stmts = exprNode ? this.stmts.readList(exprNode) : [];
+    for (const stmt of stmts) {
+      // Set statements only: a map update (`update @m { k : v }`) does not make the map dynamic
+      // (src/evaluate.c `stmt_evaluate_map` leaves the flags alone).
+      if (stmt.kind === 'set-op' && stmt.element.data === undefined) table.dynamicSets.add(stmt.set);
+    }
     entry.rules.push({
       kind: 'rule',
       span,
       ...(handle !== undefined && { handle }),
       ...(comment !== undefined && { comment }),
-      stmts: exprNode ? this.stmts.readList(exprNode) : [],
+      stmts,
     });
   }
 
@@ -346,9 +334,13 @@ class RulesetBuilder {
     const gcInterval = numberProp(v, 'gc-interval');
     const comment = stringProp(v, 'comment');
     const stmtNode = property(v, 'stmt');
+    const stmts = stmtNode ? this.stmts.readList(stmtNode) : [];
     const elemNode = property(v, 'elem');
     const keyDtype = key.kind === 'type' ? datatypeNamed(key.names) : datatypeOf(key.expr);
     const dataDtype = data === undefined ? undefined : data.kind === 'type' ? datatypeNamed(data.names) : datatypeOf(data.expr);
+    const elements = elemNode
+      ? asArray(elemNode).map((e) => withSetStmts(typeSetElement(x.readElement(e), keyDtype, dataDtype), stmts))
+      : undefined;
     return {
       kind: 'set',
       span,
@@ -357,6 +349,7 @@ class RulesetBuilder {
       ...(handle !== undefined && { handle }),
       key,
       ...(data && { data }),
+      ...(elements?.some(hasIntervalData) && { dataInterval: true }),
       flags: stringListProp(v, 'flags'),
       ...(policy !== undefined && { policy }),
       ...(size !== undefined && { size }),
@@ -365,17 +358,18 @@ class RulesetBuilder {
       ...(gcInterval !== undefined && { gcInterval: formatDuration(gcInterval * 1000) }),
       ...(boolProp(v, 'auto-merge') && { autoMerge: true }),
       ...(comment !== undefined && { comment }),
-      stmts: stmtNode ? this.stmts.readList(stmtNode) : [],
-      ...(elemNode && {
-        elements: asArray(elemNode).map((e) => typeSetElement(x.readElement(e), keyDtype, dataDtype)),
-      }),
+      stmts,
+      ...(elements && { elements }),
     };
   }
 
-  /** `"ipv4_addr"`, `["ipv4_addr", "inet_service"]` (a concatenation) or `{"typeof": expr}`. */
+  /** `"ipv4_addr"`, `["ipv4_addr", "inet_service"]` (a concatenation) or `{"typeof": expr}`.
+   * json.c splits a concatenated key type into an array (`set_dtype_json`) but writes a map's
+   * data type as the datatype's one name, `"ipv4_addr . inet_service"`. nft 1.0.6 writes no
+   * `typeof` at all: a set declared with `typeof ip saddr` reads as `type ipv4_addr`. */
   private readKeyType(node: Node): KeyType {
     if (node.type === 'object') return { kind: 'typeof', expr: this.stmts.exprs.read(req(node, 'typeof')) };
-    return { kind: 'type', names: node.type === 'array' ? asArray(node).map(asString) : [asString(node)] };
+    return { kind: 'type', names: node.type === 'array' ? asArray(node).map(asString) : asString(node).split(' . ') };
   }
 
   private readFlowtable(v: Node, span: Span): Flowtable {
@@ -411,7 +405,7 @@ class RulesetBuilder {
       case 'counter':
         return { kind: 'counter-object', ...base, packets: numberProp(v, 'packets') ?? 0, bytes: numberProp(v, 'bytes') ?? 0 };
       case 'quota': {
-        const used = numberProp(v, 'used');
+        const used = numberProp(v, 'used') || undefined;
         return { kind: 'quota-object', ...base, over: boolProp(v, 'inv'), bytes: asNumber(req(v, 'bytes')), ...(used !== undefined && { used }) };
       }
       case 'limit':
@@ -466,6 +460,47 @@ class RulesetBuilder {
         return undefined;
     }
   }
+}
+
+/** The set's flags as the listing has them.
+ *
+ * nft 1.0.6's JSON never says `dynamic` (json.c `set_print_json` writes constant, interval and
+ * timeout only). Two things prove it: a rule adds to, updates or deletes from the set, not a map (nft then
+ * sets the flag itself, src/evaluate.c `stmt_evaluate_set`: "Make sure EVAL flag is set on set
+ * definition"), or its elements carry statements the set does not declare (src/evaluate.c
+ * refuses that unless the set is dynamic: "missing statement in set declaration"). Any other
+ * dynamic set reads as not dynamic.
+ *
+ * The listing leaves out `flags timeout` when it is the only flag and the set has a default
+ * timeout (src/rule.c `set_print_declaration`: "redundant"); the model of that listing does too. */
+function withListedFlags(set: NamedSet, updatedByRules: boolean): NamedSet {
+  const dynamic =
+    updatedByRules || (set.stmts.length === 0 && set.elements?.some((e) => e.stmts !== undefined && e.stmts.length > 0) === true);
+  let flags = set.flags;
+  if (dynamic && !flags.includes('dynamic')) {
+    flags = [...SET_FLAG_ORDER.filter((f) => f === 'dynamic' || flags.includes(f)), ...flags.filter((f) => !SET_FLAG_ORDER.includes(f))];
+  }
+  if (set.timeout !== undefined && flags.length === 1 && flags[0] === 'timeout') flags = [];
+  return flags === set.flags ? set : { ...set, flags };
+}
+
+/** json.c writes only the first statement of an element (`set_elem_expr_json`: "TODO: only one
+ * statement per element"), but the kernel gives every element the set's statements
+ * (src/evaluate.c requires an element's statements to match the set's). The rest are taken from
+ * the declaration, without their state, which the JSON does not carry. */
+function withSetStmts(element: ElementExpr, setStmts: readonly Stmt[]): ElementExpr {
+  const own = element.stmts;
+  if (!own || own.length === 0 || own.length >= setStmts.length) return element;
+  return { ...element, stmts: [...own, ...setStmts.slice(own.length)] };
+}
+
+/** A map whose data are ranges or prefixes was declared `: interval …`: nft accepts interval data
+ * only there (src/evaluate.c), and 1.0.6's JSON writes the data type without the flag. */
+function hasIntervalData(element: ElementExpr): boolean {
+  const data = element.data;
+  if (!data) return false;
+  const parts = data.kind === 'concat' ? data.parts : [data];
+  return parts.some((p) => p.kind === 'range' || p.kind === 'prefix');
 }
 
 /** Upstream normalises handles to 0 in its test dumps; 0 is never a real handle. */

@@ -1,4 +1,4 @@
-import type { Node } from 'jsonc-parser';
+import type { JsonNode as Node } from './parse-json-tree.js';
 import type {
   Binop,
   ElementExpr,
@@ -16,6 +16,7 @@ import {
   asNumber,
   asString,
   numberProp,
+  keyCount,
   objectEntries,
   property,
   singleEntry,
@@ -90,7 +91,6 @@ export class ExprReader {
       case 'object':
         return this.readTagged(node, span);
       case 'null':
-      case 'property':
         throw new UnsupportedJson(`unexpected ${node.type} as an expression`, node);
       default: {
         const exhaustive: never = node.type;
@@ -261,7 +261,7 @@ export class ExprReader {
     if (v.type === 'string' && (v.value as string).startsWith('@')) {
       return { kind: 'set-ref', span, name: (v.value as string).slice(1) };
     }
-    const tagged = v.type === 'object' && objectEntries(v).length === 1 ? property(v, 'set') : undefined;
+    const tagged = keyCount(v) === 1 ? property(v, 'set') : undefined;
     if (tagged) return this.readSetOrRef(tagged, span);
     const items = v.type === 'array' ? asArray(v) : [v];
     return { kind: 'set', span, elements: items.map((item) => this.readElement(item)) };
@@ -280,7 +280,7 @@ export class ExprReader {
 
   private readElementKey(node: Node): ElementExpr {
     const elem = node.type === 'object' ? property(node, 'elem') : undefined;
-    if (elem && objectEntries(node).length === 1) return this.readElementBody(elem, this.src.span(node));
+    if (elem && keyCount(node) === 1) return this.readElementBody(elem, this.src.span(node));
     return { kind: 'element', span: this.src.span(node), key: this.read(node) };
   }
 

@@ -1,4 +1,4 @@
-import type { Node } from 'jsonc-parser';
+import type { JsonNode as Node } from './parse-json-tree.js';
 import type {
   ElementExpr,
   Expr,
@@ -13,6 +13,7 @@ import type {
   VerdictName,
 } from '../../model/ast.js';
 import { typeAgainst, typeInner } from '../../model/datatypes.js';
+import { parseNftRuleBody } from '../nft/parse-nft.js';
 import { ExprReader, VERDICT_NAMES, req } from './read-json-expr.js';
 import {
   JsonSource,
@@ -22,7 +23,7 @@ import {
   asString,
   boolProp,
   numberProp,
-  objectEntries,
+  keyCount,
   property,
   singleEntry,
   stringListProp,
@@ -75,6 +76,9 @@ const STMT_KEYS: Readonly<Record<string, readonly string[]>> = {
   goto: ['target'],
 };
 
+/** nft's packet burst when none is given (src/parser_bison.y `limit_burst_pkts`). */
+const DEFAULT_PACKET_BURST = 5;
+
 const REJECT_TYPES: ReadonlySet<string> = new Set(['icmp', 'icmpv6', 'icmpx', 'tcp reset']);
 const LIMIT_PERIODS: ReadonlySet<string> = new Set(['second', 'minute', 'hour', 'day', 'week']);
 
@@ -92,12 +96,7 @@ export class StmtReader {
 
   read(node: Node): Stmt {
     const span = this.src.span(node);
-    if (node.type === 'string') {
-      // nft writes its text form for statements that have no JSON printer (json.c
-      // `stmt_print_json`, e.g. 1.0.6's `update @m { … }` and anonymous chains `jump { … }`).
-      this.src.report('warning', 'unsupported', `statement without a JSON form: ${node.value as string}`, node);
-      return { kind: 'unsupported', span, text: node.value as string };
-    }
+    if (node.type === 'string') return this.readText(node, span);
     try {
       const [key, value] = singleEntry(node);
       const stmt = this.readKnown(key, value, span);
@@ -108,6 +107,34 @@ export class StmtReader {
       this.src.report('warning', 'unsupported', `unsupported statement: ${e.message}`, e.node);
       return { kind: 'unsupported', span, text: this.src.slice(node) };
     }
+  }
+
+  /** nft writes its text form for statements that have no JSON printer (json.c
+   * `stmt_print_json`, e.g. 1.0.6's `update @m { ip saddr : 0x1 }`, which kube-proxy's session
+   * affinity uses, and anonymous chains `jump { … }`). A one-line statement written without JSON
+   * escapes is read with the nft text parser, its spans moved into the JSON string; anything
+   * else is kept verbatim. */
+  private readText(node: Node, span: Span): Stmt {
+    const text = node.value as string;
+    const start = span.start + 1;
+    if (this.src.raw(node).length === text.length + 2) {
+      const { rule, diagnostics } = parseNftRuleBody(text, { file: span.file });
+      const stmt = rule?.stmts.length === 1 && diagnostics.length === 0 ? rule.stmts[0] : undefined;
+      if (stmt) return this.relocate(stmt, start);
+    }
+    this.src.report('warning', 'unsupported', `statement without a JSON form: ${text}`, node);
+    return { kind: 'unsupported', span, text };
+  }
+
+  /** `node` with every span moved by `offset` characters into the JSON text. */
+  private relocate<T>(node: T, offset: number): T {
+    if (Array.isArray(node)) return node.map((item: unknown) => this.relocate(item, offset)) as T;
+    if (node === null || typeof node !== 'object') return node;
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(node)) {
+      out[key] = key === 'span' ? this.src.spanAt(offset + (value as Span).start, offset + (value as Span).end) : this.relocate(value, offset);
+    }
+    return out as T;
   }
 
   /** The statement `{key: value}`, or undefined when `key` is no statement. */
@@ -311,8 +338,10 @@ export class StmtReader {
       flags: stringListProp(v, 'flags'),
       ...(family && { family }),
       ...(typeFlags.includes('prefix') && { form: 'prefix' as const }),
-      ...(addr && { addr: this.exprs.read(addr) }),
-      ...(port && { port: this.exprs.read(port) }),
+      // Typed as the lookups they may be, so the keys of `dnat to iifname map { "eth0" : … }`
+      // read as interface names.
+      ...(addr && { addr: typeInner(this.exprs.read(addr)) }),
+      ...(port && { port: typeInner(this.exprs.read(port)) }),
     };
   }
 
@@ -341,12 +370,12 @@ export class StmtReader {
  * carry an anonymous object's fields. */
 function isObjectReference(v: Node): boolean {
   if (v.type === 'string') return true;
-  const entries = v.type === 'object' ? objectEntries(v) : [];
-  return entries.length === 1 && entries[0]![0] === 'map';
+  return keyCount(v) === 1 && v.keys![0] === 'map';
 }
 
 function readQuota(v: Node, span: Span): QuotaStmt {
-  const used = numberProp(v, 'used');
+  // json.c writes `used` always; the listing, and so the model, leaves out `used 0`.
+  const used = numberProp(v, 'used') || undefined;
   const usedUnit = stringProp(v, 'used_unit');
   return {
     kind: 'quota',
@@ -362,15 +391,18 @@ function readQuota(v: Node, span: Span): QuotaStmt {
 export function readLimit(v: Node, span: Span): LimitStmt {
   const per = stringProp(v, 'per') ?? 'second';
   if (!LIMIT_PERIODS.has(per)) throw new UnsupportedJson(`unknown limit period "${per}"`, v);
-  // json.c writes `burst` always; 0 means none was given.
-  const burst = numberProp(v, 'burst') || undefined;
+  // json.c writes `burst` always; 0 means none was given, and for a packet rate 5 is nft's
+  // default, which the listing leaves out (src/statement.c `limit_stmt_print`).
+  const unit = stringProp(v, 'rate_unit') ?? 'packets';
+  const written = numberProp(v, 'burst') || undefined;
+  const burst = unit === 'packets' && written === DEFAULT_PACKET_BURST ? undefined : written;
   const burstUnit = stringProp(v, 'burst_unit');
   return {
     kind: 'limit',
     span,
     over: boolProp(v, 'inv'),
     rate: asNumber(req(v, 'rate')),
-    unit: stringProp(v, 'rate_unit') ?? 'packets',
+    unit,
     per: per as LimitStmt['per'],
     ...(burst !== undefined && { burst }),
     ...(burst !== undefined && burstUnit !== undefined && { burstUnit }),

@@ -24,8 +24,14 @@ function walk(dir: string, out: string[] = []): string[] {
 }
 
 /** Warnings the corpus is known to produce: statements nft itself writes as text (no JSON form
- * in 1.0.6: anonymous chains, `update @m { k : v }`), and forms the model does not have. */
-const KNOWN_GAPS = [/^statement without a JSON form: /, /^"ct count" is not modelled$/, /unknown expression "tunnel"$/];
+ * in 1.0.6) that are not one plain line (anonymous chains `jump { … }`, or text the nft parser
+ * refuses), forms the model does not have, and the table flag nft 1.0.x JSON garbles. */
+const KNOWN_GAPS = [
+  /^statement without a JSON form: /,
+  /^"ct count" is not modelled$/,
+  /unknown expression "tunnel"$/,
+  /^table flag ".*" is not a flag \(nft 1\.0\.x JSON bug\)/,
+];
 
 function unexpected(diagnostics: readonly Diagnostic[]): string[] {
   return diagnostics

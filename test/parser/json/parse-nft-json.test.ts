@@ -123,7 +123,12 @@ describe('statements', () => {
       { limit: { rate: 1, burst: 0, per: 'second', rate_unit: 'kbytes', burst_unit: 'bytes', inv: true } },
       { kind: 'limit', over: true, rate: 1, unit: 'kbytes', per: 'second' },
     ],
-    ['limit in packets with a burst', { limit: { rate: 10, burst: 5, per: 'minute' } }, { kind: 'limit', over: false, rate: 10, unit: 'packets', per: 'minute', burst: 5 }],
+    ['limit in packets with a burst', { limit: { rate: 10, burst: 8, per: 'minute' } }, { kind: 'limit', over: false, rate: 10, unit: 'packets', per: 'minute', burst: 8 }],
+    [
+      'dnat through an anonymous map types its keys',
+      { dnat: { family: 'ip', addr: { map: { key: { meta: { key: 'iifname' } }, data: { set: [['enp2s0', '10.1.1.52']] } } } } },
+      { kind: 'nat', addr: { kind: 'map', map: { elements: [{ key: { text: 'enp2s0', dtype: 'ifname' } }] } } },
+    ],
     [
       'quota over with used bytes',
       { quota: { val: 500, val_unit: 'bytes', inv: true, used: 12, used_unit: 'bytes' } },
@@ -151,6 +156,15 @@ describe('statements', () => {
     ['last used', { last: { used: 500 } }, { kind: 'last', used: '500' }],
   ])('%s', (_name, json, expected) => {
     expect(readStmt(json)).toMatchObject(expected as object);
+  });
+});
+
+describe('values json.c always writes and the listing leaves out when they are the default', () => {
+  it.each<[string, unknown, string]>([
+    ["a packet burst of 5 (nft's default)", { limit: { rate: 10, burst: 5, per: 'minute' } }, 'burst'],
+    ['a quota with nothing used', { quota: { val: 100, val_unit: 'bytes', used: 0 } }, 'used'],
+  ])('%s is not in the model', (_name, json, key) => {
+    expect(readStmt(json)).not.toHaveProperty(key);
   });
 });
 
@@ -275,6 +289,53 @@ describe('listing objects', () => {
     expect(ruleset.tables[0]!.objects).toMatchObject([expected as object]);
   });
 
+  describe('what nft 1.0.6 JSON leaves out or garbles, restored where the listing proves it', () => {
+    const set = (name: string, extra: object = {}) => ({ set: { family: 'ip', name, table: 't', type: 'ipv4_addr', handle: 2, ...extra } });
+    const rule = (...expr: unknown[]) => ({ rule: { family: 'ip', table: 't', chain: 'c', handle: 9, expr } });
+
+    it('a single table flag that is no flag name (json.c frees it before printing) reads as dormant, with a warning', () => {
+      const { ruleset, diagnostics } = parseNftJson(JSON.stringify({ nftables: [{ table: { family: 'ip', name: 'x', handle: 1, flags: 'x' } }] }));
+      expect(ruleset.tables[0]!.flags).toEqual(['dormant']);
+      expect(diagnostics).toMatchObject([{ severity: 'warning', code: 'unreadable' }]);
+    });
+
+    it('table flags that are flag names are read as they are', () => {
+      const { ruleset, diagnostics } = parseNftJson(JSON.stringify({ nftables: [{ table: { family: 'ip', name: 'x', handle: 1, flags: ['dormant', 'owner'] } }] }));
+      expect(ruleset.tables[0]!.flags).toEqual(['dormant', 'owner']);
+      expect(diagnostics).toEqual([]);
+    });
+
+    it.each<[string, unknown[], string[]]>([
+      ['a set a rule adds to is dynamic, in listing order', [set('s', { flags: ['interval'] }), rule({ set: { op: 'add', elem: { payload: { protocol: 'ip', field: 'saddr' } }, set: '@s' } })], ['dynamic', 'interval']],
+      ['a set no rule updates is not', [set('s', { flags: ['interval'] })], ['interval']],
+      ['a map a rule updates is not (map statements leave the flags alone)', [{ map: { family: 'ip', name: 's', table: 't', type: 'ipv4_addr', map: 'mark', handle: 2 } }, rule('update @s { ip saddr : 0x00000001 }')], []],
+      ['a set whose elements carry statements it does not declare is dynamic', [set('s', { elem: [{ elem: { val: '1.1.1.1', counter: { packets: 0, bytes: 0 } } }] })], ['dynamic']],
+      ['`timeout` alone is left out when the set has a default timeout', [set('s', { flags: ['timeout'], timeout: 60 })], []],
+      ['`timeout` stays beside another flag', [set('s', { flags: ['timeout'], timeout: 60 }), rule({ set: { op: 'update', elem: { payload: { protocol: 'ip', field: 'saddr' } }, set: '@s' } })], ['dynamic', 'timeout']],
+    ])('%s', (_name, items, flags) => {
+      const { ruleset, diagnostics } = parseNftJson(listing({ chain: { family: 'ip', table: 't', name: 'c', handle: 1 } }, ...items));
+      expect(diagnostics).toEqual([]);
+      expect(ruleset.tables[0]!.sets[0]!.flags).toEqual(flags);
+    });
+
+    it("a map's concatenated data type (one string in JSON) reads as its parts, and range data means `: interval`", () => {
+      const { ruleset } = parseNftJson(
+        listing({ map: { family: 'ip', name: 'm', table: 't', type: 'ipv4_addr', map: 'ipv4_addr . inet_service', handle: 2, flags: ['interval'], elem: [['1.1.1.1', { concat: [{ range: ['10.0.0.1', '10.0.0.3'] }, 80] }]] } }),
+      );
+      expect(ruleset.tables[0]!.sets[0]).toMatchObject({ data: { kind: 'type', names: ['ipv4_addr', 'inet_service'] }, dataInterval: true });
+    });
+
+    it("an element's statements after the first (which JSON drops) come from the set's declaration", () => {
+      const { ruleset } = parseNftJson(
+        listing(set('s', { elem: [{ elem: { val: '1.1.1.1', limit: { rate: 1, burst: 5, per: 'second' } } }], stmt: [{ limit: { rate: 1, burst: 5, per: 'second' } }, { counter: null }] })),
+      );
+      const stmts = ruleset.tables[0]!.sets[0]!.elements![0]!.stmts;
+      expect(stmts).toMatchObject([{ kind: 'limit', rate: 1 }, { kind: 'counter' }]);
+      // The counter's state is not in the JSON.
+      expect(stmts![1]).not.toHaveProperty('packets');
+    });
+  });
+
   it('reads a flowtable', () => {
     const { ruleset } = parseNftJson(listing({ flowtable: { family: 'ip', name: 'f', table: 't', handle: 2, hook: 'ingress', prio: 5, dev: ['eth0', 'eth1'] } }));
     expect(ruleset.tables[0]!.flowtables).toMatchObject([{ name: 'f', hook: 'ingress', priority: { name: 'filter', offset: 5, value: 5 }, devices: ['eth0', 'eth1'] }]);
@@ -305,10 +366,19 @@ describe('what nftsim does not model is kept and reported', () => {
     expect(diagnostics[0]!.message).toContain(message);
   });
 
-  it('a statement nft wrote as text is kept verbatim', () => {
-    const { stmts, diagnostics } = parseNftJsonStmts('["update @m { ip saddr : 0x00000001 }"]');
-    expect(stmts).toMatchObject([{ kind: 'unsupported', text: 'update @m { ip saddr : 0x00000001 }' }]);
-    expect(diagnostics).toMatchObject([{ severity: 'warning', span: { line: 1, column: 2 } }]);
+  it('a statement nft wrote as text is read as nft text, its spans inside the JSON string', () => {
+    const text = '["update @m { ip saddr : 0x00000001 }"]';
+    const { stmts, diagnostics } = parseNftJsonStmts(text);
+    expect(diagnostics).toEqual([]);
+    expect(stmts).toMatchObject([{ kind: 'set-op', op: 'update', set: 'm', element: { key: { kind: 'payload', field: 'saddr' } } }]);
+    const key = (stmts[0] as { element: { key: { span: { start: number; end: number; column: number } } } }).element.key;
+    expect([text.slice(key.span.start, key.span.end), key.span.column]).toEqual(['ip saddr', text.indexOf('ip saddr') + 1]);
+  });
+
+  it('a text statement with JSON escapes (an anonymous chain) is kept verbatim', () => {
+    const { stmts, diagnostics } = parseNftJsonStmts('["jump {\\n\\t\\taccept\\n\\t}"]');
+    expect(stmts).toMatchObject([{ kind: 'unsupported', text: 'jump {\n\t\taccept\n\t}' }]);
+    expect(diagnostics).toMatchObject([{ severity: 'warning', message: expect.stringContaining('statement without a JSON form'), span: { line: 1, column: 2 } }]);
   });
 
   it('an unknown key is reported where it is, the rest is read', () => {

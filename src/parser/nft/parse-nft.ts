@@ -1,0 +1,222 @@
+import { posix } from 'node:path';
+import { createTokenInstance, EOF, tokenMatcher, type CstNode, type IRecognitionException, type IToken } from 'chevrotain';
+import type { Rule, Span } from '../../model/ast.js';
+import type { Diagnostic } from '../../model/diagnostic.js';
+import type { ParseOptions, ParseResult } from '../parse-result.js';
+import { NftAstBuilder } from './build-nft-ast.js';
+import { lineStartsOf } from './build-nft-expr.js';
+import { blockBraceAt, nftParser } from './nft-grammar.js';
+import { LBrace, Newline, nftLexer, RBrace, retypeKeywords, Semicolon } from './nft-tokens.js';
+import { splitNftChunks } from './split-nft-chunks.js';
+
+// nft text → model. The text is cut into chunks of whole lines (split-nft-chunks.ts); each chunk
+// is lexed, parsed into a flat CST of items and built, and its tokens and CST are dropped before
+// the next one, so memory stays proportional to the model, not to the token stream.
+
+/** Lines per chunk: large enough to amortise parser entry, small enough to keep tokens and CST
+ * of one chunk a few MB. */
+const CHUNK_LINES = 2000;
+const MAX_INCLUDE_DEPTH = 16;
+const HANDLE_COMMENT = /^#\s*handle\s+(\d+)/;
+
+export function parseNft(text: string, options: ParseOptions = {}): ParseResult {
+  const diagnostics: Diagnostic[] = [];
+  const builder = new NftAstBuilder(diagnostics);
+  const file = options.file ?? '<input>';
+  const including: string[] = [];
+
+  const parseText = (source: string, name: string): void => {
+    including.push(name);
+    for (const chunk of splitNftChunks(source, CHUNK_LINES)) {
+      const chunkText = source.slice(chunk.start, chunk.end);
+      parseChunk(builder, diagnostics, {
+        file: name,
+        text: chunkText,
+        base: chunk.start,
+        baseLine: chunk.line,
+        lineStarts: lineStartsOf(chunkText),
+      });
+    }
+    including.pop();
+  };
+
+  builder.includeFile = (path: string, span: Span): void => {
+    if (!options.readFile) {
+      diagnostics.push({ severity: 'error', code: 'include', message: `include "${path}" not followed: no file access was given`, span });
+      return;
+    }
+    const current = including[including.length - 1] ?? file;
+    const resolved = path.startsWith('/') ? path : posix.join(posix.dirname(current), path);
+    if (including.includes(resolved) || including.length >= MAX_INCLUDE_DEPTH) {
+      diagnostics.push({ severity: 'error', code: 'include', message: `include "${path}" is recursive`, span });
+      return;
+    }
+    const content = options.readFile(resolved);
+    if (content === undefined) {
+      diagnostics.push({ severity: 'error', code: 'include', message: `include "${path}": cannot read ${resolved}`, span });
+      return;
+    }
+    const { pos, handles } = builder;
+    parseText(content, resolved);
+    builder.pos = pos;
+    builder.handles = handles;
+  };
+
+  parseText(text, file);
+  const lines = text.split('\n');
+  builder.checkClosed({ file, start: text.length, end: text.length, line: lines.length, column: (lines[lines.length - 1]?.length ?? 0) + 1 });
+  return { ruleset: builder.finish(), diagnostics };
+}
+
+/** Parses one rule body (`tcp dport 22 accept`), as written in nft's tests/py `.t` files or after
+ * `add rule FAMILY TABLE CHAIN`. */
+export function parseNftRuleBody(text: string, options: ParseOptions = {}): { rule?: Rule; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  const builder = new NftAstBuilder(diagnostics);
+  builder.pos = { file: options.file ?? '<input>', text, base: 0, baseLine: 1, lineStarts: lineStartsOf(text) };
+  const tokens = lexChunk(builder, diagnostics);
+  nftParser.input = tokens;
+  const cst = nftParser.rule();
+  if (nftParser.errors.length > 0) {
+    diagnostics.push(syntaxError(builder, nftParser.errors[0]!));
+    return { diagnostics };
+  }
+  return { rule: builder.ruleBody(cst), diagnostics };
+}
+
+function lexChunk(builder: NftAstBuilder, diagnostics: Diagnostic[]): IToken[] {
+  const pos = builder.pos;
+  const lexed = nftLexer.tokenize(pos.text);
+  for (const e of lexed.errors) {
+    const start = pos.base + e.offset;
+    diagnostics.push({
+      severity: 'error',
+      code: 'syntax',
+      message: `unexpected '${pos.text.slice(e.offset, e.offset + Math.max(1, e.length))}'`,
+      span: { file: pos.file, start, end: start + e.length, line: pos.baseLine + (e.line ?? 1) - 1, column: e.column ?? 1 },
+    });
+  }
+  retypeKeywords(lexed.tokens);
+  const handles = new Map<number, number>();
+  for (const c of lexed.groups.comments ?? []) {
+    const m = HANDLE_COMMENT.exec(c.image);
+    if (m && c.startLine !== undefined) handles.set(c.startLine, Number(m[1]));
+  }
+  builder.handles = handles;
+  return lexed.tokens;
+}
+
+function parseChunk(builder: NftAstBuilder, diagnostics: Diagnostic[], pos: NftAstBuilder['pos']): void {
+  builder.pos = pos;
+  const tokens = lexChunk(builder, diagnostics);
+  nftParser.input = tokens;
+  const cst = nftParser.items();
+  if (nftParser.errors.length === 0) {
+    for (const item of (cst.children.item ?? []) as CstNode[]) builder.item(item);
+    return;
+  }
+  // Error recovery: parse item by item so every bad statement is reported and the good ones
+  // are kept. An item ends at a separator outside literal braces, or at a block's `{`/`}`.
+  for (const slice of splitItems(tokens)) {
+    nftParser.input = slice;
+    const item = nftParser.item();
+    if (nftParser.errors.length > 0) diagnostics.push(syntaxError(builder, nftParser.errors[0]!));
+    else builder.item(item);
+  }
+}
+
+const END = createTokenInstance(EOF, '', NaN, NaN, NaN, NaN, NaN, NaN);
+
+function splitItems(tokens: IToken[]): IToken[][] {
+  const items: IToken[][] = [];
+  let i = 0;
+  while (i < tokens.length) {
+    const t = tokens[i]!;
+    if (tokenMatcher(t, Newline) || tokenMatcher(t, Semicolon) || tokenMatcher(t, RBrace)) {
+      items.push([t]);
+      i++;
+      continue;
+    }
+    const from = i;
+    const brace = blockBraceAt((k) => tokens[from + k - 1] ?? END);
+    if (brace > 0) {
+      items.push(tokens.slice(i, i + brace));
+      i += brace;
+      continue;
+    }
+    let depth = 0;
+    let j = i;
+    for (; j < tokens.length; j++) {
+      const u = tokens[j]!;
+      if (tokenMatcher(u, LBrace) && depth === 0 && (tokens[j - 1]?.image === 'jump' || tokens[j - 1]?.image === 'goto')) {
+        j++;
+        break;
+      }
+      if (tokenMatcher(u, LBrace)) depth++;
+      else if (tokenMatcher(u, RBrace)) {
+        if (depth === 0) break;
+        depth--;
+      } else if (depth === 0 && (tokenMatcher(u, Newline) || tokenMatcher(u, Semicolon))) break;
+    }
+    items.push(tokens.slice(i, j));
+    i = j;
+  }
+  return items;
+}
+
+// What the parser was reading when it failed, for "expected …" (innermost rule first).
+const RULE_EXPECTS: Readonly<Record<string, string>> = {
+  atom: 'a value', rangeExpr: 'a value', prefixExpr: 'a value', concat: 'an expression',
+  selector: 'an expression', payloadSel: 'a header field', ctSel: 'a ct key', rhs: 'a value',
+  exprStmt: 'an operator or a value', statement: 'a statement', rule: 'a statement',
+  clause: 'a property', property: 'a property', blockHeader: 'a block header', command: 'a command',
+  item: 'a statement', items: 'a statement', setLiteral: "an element or '}'", element: 'an element',
+  elementOption: 'an element option', limitRate: 'a rate', quotaAmount: 'a quota', prioSpec: 'a priority',
+  logStmt: 'a log option', natStmt: "'to' or a NAT flag", natTarget: 'an address or port',
+};
+
+const TOKEN_TEXT: Readonly<Record<string, string>> = {
+  LBrace: "'{'", RBrace: "'}'", LParen: "'('", RParen: "')'", LBracket: "'['", RBracket: "']'",
+  Semicolon: "';'", Comma: "','", Colon: "':'", Dot: "'.'", At: "'@'", Slash: "'/'", Assign: "'='",
+  Newline: 'newline', NumberLit: 'a number', StringLit: 'a string', Name: 'a name', FamilyKw: 'a family',
+};
+
+function describeToken(t: IToken): string {
+  if (t.tokenType === EOF) return 'end of input';
+  if (tokenMatcher(t, Newline)) return 'newline';
+  return `'${t.image}'`;
+}
+
+function syntaxError(builder: NftAstBuilder, e: IRecognitionException): Diagnostic {
+  const pos = builder.pos;
+  const t = e.token;
+  let expected: string | undefined;
+  const mismatch = /Expecting token of type --> (\w+) <--/.exec(e.message);
+  if (mismatch) {
+    const name = mismatch[1]!;
+    expected = TOKEN_TEXT[name] ?? (name.startsWith('Kw_') ? `'${name.slice(3)}'` : name);
+  } else {
+    const stack = e.context.ruleStack;
+    for (let i = stack.length - 1; i >= 0 && !expected; i--) expected = RULE_EXPECTS[stack[i]!];
+  }
+  const atEnd = t.tokenType === EOF || Number.isNaN(t.startOffset);
+  const span: Span = atEnd
+    ? (() => {
+        const lines = pos.text.split('\n');
+        const end = pos.base + pos.text.length;
+        return { file: pos.file, start: end, end, line: pos.baseLine + lines.length - 1, column: (lines[lines.length - 1]?.length ?? 0) + 1 };
+      })()
+    : {
+        file: pos.file,
+        start: pos.base + t.startOffset,
+        end: pos.base + (t.endOffset ?? t.startOffset) + 1,
+        line: pos.baseLine + (t.startLine ?? 1) - 1,
+        column: t.startColumn ?? 1,
+      };
+  return {
+    severity: 'error',
+    code: 'syntax',
+    message: `unexpected ${describeToken(t)}${expected ? `, expected ${expected}` : ''}`,
+    span,
+  };
+}
