@@ -1,16 +1,20 @@
 // @ts-check
-// `npm run bench`: nftsim parsing a kube-proxy-sized nft listing, beside nft itself.
+// `npm run bench`: nftsim reading kube-proxy-sized rulesets, beside the kernel tools that read
+// the same files.
 //
 // 1. Generate a kube-proxy iptables dump of 10,000 services × 5 endpoints (bench/gen/).
 // 2. Load it into a throwaway network namespace with iptables-nft-restore and save
 //    `nft list ruleset` — the listing a real node of that size gives (~17 MB).
-// 3. Parse that listing with nftsim (built, from dist/) in a fresh child process per run: parse
-//    time and peak RSS. Also the iptables dump itself.
-// 4. Time `nft -c -f` on the same listing in a fresh namespace (nft's own parse + evaluation,
-//    checked by the kernel but not committed).
+// 3. Parse that listing with nftsim (built, from dist/) in a fresh child process per run: wall
+//    time, user CPU and peak RSS. Likewise the iptables dump itself, parsed and lowered into the
+//    model (parseRuleset does both).
+// 4. The reference for each: `nft -c -f` on the listing (nft's own parse + evaluation, checked by
+//    the kernel but not committed) and `iptables-legacy-restore --test` on the dump (parsed and
+//    built into the table blobs, not committed; issue 3 asks nftsim to be no slower), each in a
+//    fresh namespace per run.
 //
 // Generated files are cached in bench/out/ (gitignored) and made again when missing or when the
-// options change. Steps 2 and 4 need root and network namespaces; without them the nft steps
+// options change. Steps 2 and 4 need root and network namespaces; without them the kernel steps
 // are skipped, said so, and nftsim is measured on what exists.
 //
 //   node bench/run.mjs [--services 10000] [--runs 3]
@@ -75,10 +79,12 @@ function main() {
 
   const meta = ensureFiles(kernel === undefined);
   const inputs = [files.listing, files.dump].filter((file) => existsSync(file));
+  const restoreMissing = kernel === undefined && !hasCommand('iptables-legacy-restore');
+  if (restoreMissing) console.log('note: iptables-legacy-restore is not installed; the dump has no reference time.\n');
   const rows = inputs.map((file) => ({
     file,
     nftsim: measureNftsim(file),
-    nft: file === files.listing && kernel === undefined ? measureNftCheck(file) : undefined,
+    reference: kernel !== undefined ? undefined : file === files.listing ? measureNftCheck(file) : restoreMissing ? undefined : measureRestoreTest(file),
   }));
   printReport(meta, rows);
 }
@@ -133,8 +139,10 @@ function makeListing() {
 
 /**
  * @typedef {object} Measure
- * @property {number} ms          median over the runs
+ * @property {number} ms          median wall time over the runs
+ * @property {number} userMs      median user CPU time over the runs (NaN when not measured)
  * @property {number} maxRssKb    highest over the runs
+ * @property {string} [tool]      what was measured, for the reference tools
  * @property {string} [detail]
  */
 
@@ -157,36 +165,53 @@ function measureNftsim(file) {
   const errors = last.errors > 0 ? `, ${last.errors} errors (first: ${last.firstError})` : '';
   return {
     ms: median(results.map((r) => r.parseMs)),
+    userMs: median(results.map((r) => r.userMs)),
     maxRssKb: Math.max(...results.map((r) => r.maxRssKb)),
     detail: `${last.tables} tables, ${last.chains} chains, ${last.rules} rules, ${last.warnings} warnings${errors}`,
   };
 }
 
-/** `nft -c -f` (parse, evaluate, kernel check without commit) in a fresh namespace per run.
- * @param {string} file @returns {Measure} */
+/** `nft -c -f` (parse, evaluate, kernel check without commit). @param {string} file */
 function measureNftCheck(file) {
-  step(`nft -c -f ${rel(file)} ${runs}×`);
+  return measureTool('nft -c -f', (ns) => ['ip', 'netns', 'exec', ns, 'nft', '-c', '-f', file], undefined, file);
+}
+
+/** `iptables-legacy-restore --test` (parse, build the tables, no commit), the dump on stdin.
+ * @param {string} file */
+function measureRestoreTest(file) {
+  return measureTool('iptables-legacy-restore --test', (ns) => ['ip', 'netns', 'exec', ns, 'iptables-legacy-restore', '--test'], file, file);
+}
+
+/** A kernel tool on `file`, in a fresh namespace per run, timed by the clock and by
+ * /usr/bin/time when present (user CPU and peak RSS).
+ * @param {string} tool @param {(ns: string) => string[]} commandIn
+ * @param {string | undefined} stdin @param {string} file @returns {Measure} */
+function measureTool(tool, commandIn, stdin, file) {
+  step(`${tool} ${rel(file)} ${runs}×`);
   const withTime = existsSync('/usr/bin/time');
   const results = [];
   for (let i = 0; i < runs; i++) {
     results.push(withNamespace((ns) => {
-      const command = ['ip', 'netns', 'exec', ns, 'nft', '-c', '-f', file];
-      const { ms, value } = timed(() => withTime ? run('/usr/bin/time', ['-v', ...command]) : run(command[0], command.slice(1)));
+      const command = commandIn(ns);
+      const { ms, value } = timed(() => withTime ? run('/usr/bin/time', ['-v', ...command], { stdin }) : run(command[0], command.slice(1), { stdin }));
       const rss = /Maximum resident set size \(kbytes\): (\d+)/.exec(value.stderr);
-      return { ms, maxRssKb: rss ? Number(rss[1]) : NaN };
+      const user = /User time \(seconds\): ([\d.]+)/.exec(value.stderr);
+      return { ms, userMs: user ? Number(user[1]) * 1000 : NaN, maxRssKb: rss ? Number(rss[1]) : NaN };
     }));
   }
   return {
     ms: median(results.map((r) => r.ms)),
+    userMs: median(results.map((r) => r.userMs)),
     maxRssKb: Math.max(...results.map((r) => r.maxRssKb)),
-    detail: withTime ? undefined : 'peak RSS needs /usr/bin/time',
+    tool,
+    detail: withTime ? undefined : 'user CPU and peak RSS need /usr/bin/time',
   };
 }
 
 // ---------------------------------------------------------------------------------------------
 // Report
 
-/** @param {Meta} meta @param {{ file: string, nftsim: Measure | { failure: string }, nft?: Measure }[]} rows */
+/** @param {Meta} meta @param {{ file: string, nftsim: Measure | { failure: string }, reference?: Measure }[]} rows */
 function printReport(meta, rows) {
   const o = meta.options;
   console.log(`\nkube-proxy iptables dump: ${o.services} services × ${o.endpointsPerService} endpoints, seed ${o.seed}`);
@@ -195,10 +220,12 @@ function printReport(meta, rows) {
     (meta.listMs === undefined ? '' : `, nft list ruleset ${seconds(meta.listMs)}`) +
     ' (made once, then cached in bench/out/)');
   if (meta.nftVersion) console.log(`  ${meta.nftVersion}; ${meta.iptablesVersion}; node ${process.version}`);
-  console.log(`  nftsim: median of ${runs} parses, each in a fresh process; peak RSS includes Node itself (~40 MB)\n`);
+  console.log(`  nftsim: median of ${runs} runs of parseRuleset (for the dump: parse and lower into the model), each in a`);
+  console.log('  fresh process; user CPU counts every thread (the garbage collector\'s too); peak RSS includes Node itself (~40 MB)');
+  console.log(`  reference: median of ${runs} runs, each in a fresh network namespace; ratios are nftsim / reference\n`);
 
-  const table = [['input', 'size', 'lines', 'nftsim parse', 'peak RSS', 'RSS/size', 'nft -c -f', 'nft peak RSS', 'nftsim/nft']];
-  for (const { file, nftsim, nft } of rows) {
+  const table = [['input', 'size', 'lines', 'nftsim', 'user CPU', 'peak RSS', 'RSS/size', 'reference', 'time', 'user CPU', 'peak RSS', 'time ratio', 'CPU ratio']];
+  for (const { file, nftsim, reference: ref } of rows) {
     const { size } = statSync(file);
     const ok = 'ms' in nftsim ? nftsim : undefined;
     table.push([
@@ -206,17 +233,23 @@ function printReport(meta, rows) {
       megabytes(size),
       countLines(file).toLocaleString('en-US'),
       ok ? seconds(ok.ms) : 'failed',
+      ok ? seconds(ok.userMs) : '–',
       ok ? megabytes(ok.maxRssKb * 1024) : '–',
       ok ? `${(ok.maxRssKb * 1024 / size).toFixed(1)}×` : '–',
-      nft ? seconds(nft.ms) : '–',
-      nft ? megabytes(nft.maxRssKb * 1024) : '–',
-      nft && ok ? `${(ok.ms / nft.ms).toFixed(2)}×` : '–',
+      ref?.tool ?? '–',
+      ref ? seconds(ref.ms) : '–',
+      ref ? seconds(ref.userMs) : '–',
+      ref ? megabytes(ref.maxRssKb * 1024) : '–',
+      ref && ok ? `${(ok.ms / ref.ms).toFixed(2)}×` : '–',
+      ref && ok ? `${(ok.userMs / ref.userMs).toFixed(2)}×` : '–',
     ]);
   }
   const widths = table[0].map((_, c) => Math.max(...table.map((row) => row[c].length)));
-  for (const row of table) console.log(row.map((cell, c) => (c === 0 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '));
+  for (const row of table) console.log(row.map((cell, c) => (c === 0 || c === 7 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '));
   console.log('');
-  for (const { file, nftsim } of rows) console.log(`${rel(file)}: ${'ms' in nftsim ? nftsim.detail : nftsim.failure}`);
+  for (const { file, nftsim, reference } of rows) {
+    console.log(`${rel(file)}: ${'ms' in nftsim ? nftsim.detail : nftsim.failure}${reference?.detail ? `; ${reference.tool}: ${reference.detail}` : ''}`);
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -226,13 +259,18 @@ function printReport(meta, rows) {
 function findKernelSkipReason() {
   if (process.getuid?.() !== 0) return 'not root, so no network namespace';
   for (const tool of ['ip', 'nft', 'iptables-nft-restore']) {
-    if (spawnSync('sh', ['-c', `command -v ${tool}`]).status !== 0) return `${tool} is not installed`;
+    if (!hasCommand(tool)) return `${tool} is not installed`;
   }
   const probe = `${NS_PREFIX}-${process.pid}-probe`;
   const added = spawnSync('ip', ['netns', 'add', probe], { encoding: 'utf8' });
   if (added.status !== 0) return `cannot create a network namespace (${added.stderr.trim()})`;
   spawnSync('ip', ['netns', 'del', probe]);
   return undefined;
+}
+
+/** @param {string} tool */
+function hasCommand(tool) {
+  return spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
 }
 
 /** Runs `body` in a new network namespace, deleted afterwards whatever happens.

@@ -30,7 +30,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
   program
     .command('fmt')
     .description('print the canonical nft listing of what was parsed')
-    .argument('<files...>', 'rulesets: nft listing, nft -j JSON (use - for stdin)')
+    .argument('<files...>', 'one node: nft listing or script, nft -j JSON, iptables-save dumps (- for stdin)')
     .option('-a, --handles', 'keep rule and object handles (# handle N)')
     .option('--json', 'print the parsed model as JSON instead of nft text')
     .addOption(

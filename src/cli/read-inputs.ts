@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { composeRulesets } from '../model/compose-rulesets.js';
 import type { Ruleset } from '../model/ast.js';
 import type { Diagnostic } from '../model/diagnostic.js';
-import { parseRuleset, type ParseRulesetOptions } from '../parser/parse-ruleset.js';
+import { parseNode, type NodeSource, type ParseRulesetOptions } from '../parser/parse-ruleset.js';
 
 export interface LoadedInputs {
   readonly ruleset: Ruleset;
@@ -11,7 +10,8 @@ export interface LoadedInputs {
   readonly sources: ReadonlyMap<string, string>;
 }
 
-/** Reads and parses the files a command was given (`-` is stdin), composing them in order.
+/** Reads and parses the files a command was given (`-` is stdin) as one node (parseNode): an nft
+ * listing and the iptables-save dumps of the same node merge, other files compose in order.
  * A file that cannot be read is an error diagnostic, not an exception. */
 export function loadInputs(
   files: readonly string[],
@@ -19,7 +19,6 @@ export function loadInputs(
 ): LoadedInputs {
   const sources = new Map<string, string>();
   const diagnostics: Diagnostic[] = [];
-  const rulesets: Ruleset[] = [];
   const readFile = (path: string): string | undefined => {
     try {
       const text = readFileSync(path === '-' ? 0 : path, 'utf8');
@@ -29,15 +28,12 @@ export function loadInputs(
       return undefined;
     }
   };
+  const inputs: NodeSource[] = [];
   for (const file of files) {
     const text = readFile(file);
-    if (text === undefined) {
-      diagnostics.push({ severity: 'error', code: 'read-error', message: `cannot read '${file}'` });
-      continue;
-    }
-    const result = parseRuleset(text, { file, format, readFile });
-    rulesets.push(result.ruleset);
-    diagnostics.push(...result.diagnostics);
+    if (text === undefined) diagnostics.push({ severity: 'error', code: 'read-error', message: `cannot read '${file}'` });
+    else inputs.push({ text, file });
   }
-  return { ruleset: composeRulesets(rulesets), diagnostics, sources };
+  const result = parseNode(inputs, { format, readFile });
+  return { ruleset: result.ruleset, diagnostics: [...diagnostics, ...result.diagnostics], sources };
 }

@@ -18,7 +18,9 @@ export interface Span {
   readonly column: number;
 }
 
-import type { OptionValue as XtOptionValue } from '../parser/iptables/iptables-ast.js';
+// The typed option values of xt extensions live in the model (xt-option.ts), so that the model
+// depends on no parser; re-exported here as part of the contract.
+import type { XtOptionValue } from './xt-option.js';
 
 export type { XtOptionValue };
 
@@ -790,7 +792,7 @@ export interface XtExtensionStmt {
 }
 
 /** One option of an XtExtensionStmt: canonical long name (`rcheck`, `match-set`), `!` before it,
- * its arguments as written and their typed value (see src/parser/iptables/iptables-ast.ts). */
+ * its arguments as written and their typed value (see xt-option.ts). */
 export interface XtOption {
   readonly name: string;
   readonly negated: boolean;

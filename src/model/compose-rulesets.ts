@@ -9,13 +9,14 @@ export function composeRulesets(rulesets: readonly Ruleset[]): Ruleset {
     for (const table of ruleset.tables) {
       const index = tables.findIndex((t) => t.family === table.family && t.name === table.name);
       if (index < 0) tables.push(table);
-      else tables[index] = mergeTable(tables[index]!, table);
+      else tables[index] = composeTables(tables[index]!, table);
     }
   }
   return { kind: 'ruleset', tables };
 }
 
-function mergeTable(into: Table, from: Table): Table {
+/** The table loading `from` after `into` leaves, for two tables of the same family and name. */
+export function composeTables(into: Table, from: Table): Table {
   return {
     ...into,
     flags: [...new Set([...into.flags, ...from.flags])],

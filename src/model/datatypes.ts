@@ -665,9 +665,13 @@ export function typeSetElement(el: Element, keyType: Datatype | undefined, dataT
  * the type (an unknown symbol keeps `dtype` and gets no value). */
 export function typeLiteral(lit: Literal, dtype: string): Literal {
   const value = readValue(lit, dtype);
-  const typed: Literal = { kind: 'literal', span: lit.span, text: lit.text, dtype };
-  const quoted = lit.quoted ? { ...typed, quoted: true } : typed;
-  return value === undefined ? quoted : { ...quoted, value };
+  // One literal per case rather than spreads: iptables lowering types a literal or more per
+  // rule of a 240,000-line dump, and a spread copy costs a second object (and its own shape).
+  const { span, text } = lit;
+  if (lit.quoted) {
+    return value === undefined ? { kind: 'literal', span, text, dtype, quoted: true } : { kind: 'literal', span, text, dtype, quoted: true, value };
+  }
+  return value === undefined ? { kind: 'literal', span, text, dtype } : { kind: 'literal', span, text, dtype, value };
 }
 
 function lookupSymbol(symbols: Symbols | undefined, name: string): number | undefined {
@@ -685,16 +689,25 @@ function symbolName(symbols: Symbols | undefined, value: number): string | undef
 const DECIMAL = /^[0-9]+$/;
 const HEX = /^0x[0-9a-fA-F]+$/;
 
+// Values are immutable, so the small integers (ports, protocol numbers, marks below 0x10000)
+// are one object each rather than one per literal: a large iptables dump types a few per rule.
+const SMALL_INTEGERS: Value[] = [];
+
+function integerValue(n: number): Value {
+  if (n >= 0 && n < 0x10000 && Number.isInteger(n)) return (SMALL_INTEGERS[n] ??= { type: 'integer', n });
+  return { type: 'integer', n };
+}
+
 /** Reads a decimal or 0x-hex integer; big values become `bigint` hex. */
 function readInteger(text: string): Value | undefined {
   if (DECIMAL.test(text)) {
     const n = Number(text);
-    if (Number.isSafeInteger(n)) return { type: 'integer', n };
+    if (Number.isSafeInteger(n)) return integerValue(n);
     return { type: 'bigint', hex: BigInt(text).toString(16) };
   }
   if (HEX.test(text)) {
     const n = Number.parseInt(text.slice(2), 16);
-    if (Number.isSafeInteger(n)) return { type: 'integer', n };
+    if (Number.isSafeInteger(n)) return integerValue(n);
     return { type: 'bigint', hex: text.slice(2).replace(/^0+(?=.)/, '').toLowerCase() };
   }
   return undefined;
@@ -710,9 +723,15 @@ const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
 function readIpv4(text: string): string | undefined {
   const m = IPV4.exec(text);
   if (!m) return undefined;
-  const octets = m.slice(1, 5).map(Number);
-  if (octets.some((o) => o > 255)) return undefined;
-  return octets.join('.');
+  let canonical = true;
+  for (let i = 1; i <= 4; i++) {
+    const octet = m[i]!;
+    if (Number(octet) > 255) return undefined;
+    if (octet.length > 1 && octet.charCodeAt(0) === 0x30) canonical = false;
+  }
+  // Addresses are nearly always written as nft prints them: the text itself, not a copy per
+  // literal (iptables lowering types one or more per rule of a large dump).
+  return canonical ? text : m.slice(1, 5).map(Number).join('.');
 }
 
 /** Parses an IPv6 address (optionally in brackets, optionally with a dotted IPv4 tail) into
@@ -860,7 +879,7 @@ function readValue(lit: Literal, dtype: string): Value | undefined {
   if (!info) return undefined;
   const text = lit.text;
   const integer = (n: number | undefined): Value | undefined =>
-    n === undefined ? undefined : { type: 'integer', n };
+    n === undefined ? undefined : integerValue(n);
   switch (info.shape) {
     case 'integer':
     case 'xinteger':

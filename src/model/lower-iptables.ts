@@ -11,8 +11,10 @@ import type {
   Expr,
   Literal,
   MatchStmt,
+  NatStmt,
   Relational,
   Rule,
+  RuleOrigin,
   Ruleset,
   Span,
   Stmt,
@@ -20,12 +22,15 @@ import type {
   XtOption,
 } from './ast.js';
 import type { Diagnostic } from './diagnostic.js';
-import { readIptablesRejectWith, typeInner, typeLiteral, typeWith } from './datatypes.js';
+import { readIptablesRejectWith, typeAgainst, typeInner, typeLiteral, typeWith, type Datatype } from './datatypes.js';
 import { formatRule } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
+import type { AddressSpec, NatRange } from './xt-option.js';
+import type { IptablesDumpSink } from '../parser/iptables/parse-iptables-save.js';
 import type {
   AddressMatch,
-  AddressSpec,
+  IpFamily,
+  IptablesChainDecl,
   IptablesCommand,
   IptablesDump,
   IptablesMatch,
@@ -33,7 +38,6 @@ import type {
   IptablesRule,
   IptablesTable,
   IptablesTarget,
-  NatRange,
 } from '../parser/iptables/iptables-ast.js';
 
 export interface LowerIptablesOptions {
@@ -48,16 +52,60 @@ export interface LowerIptablesResult {
 
 /** The tables iptables-nft would hold after restoring `dump`. Never throws. */
 export function lowerIptables(dump: IptablesDump, options: LowerIptablesOptions = {}): LowerIptablesResult {
-  const family: 'ip' | 'ip6' = options.family ?? (dump.family === 'ipv6' ? 'ip6' : 'ip');
-  const diagnostics: Diagnostic[] = [];
-  const tables = new Map<string, TableState>();
+  const lowering = new IptablesLowering(options);
+  lowering.begin(dump.family === 'ipv6' ? 'ipv6' : 'ipv4');
   for (const block of dump.tables) {
-    // iptables-restore without --noflush empties each table it reads a block for.
-    const state = new TableState(block, family, diagnostics);
-    tables.set(block.name, state);
-    state.apply(block);
+    lowering.openTable(block.name);
+    for (const decl of block.chains) lowering.chain(decl);
+    for (const command of block.commands) lowering.command(command);
+    lowering.closeTable(block);
   }
-  return { ruleset: { kind: 'ruleset', tables: [...tables.values()].map((t) => t.toTable()) }, diagnostics };
+  return lowering.finish();
+}
+
+/** lowerIptables one command at a time: the sink readIptablesSave feeds while it reads, so a
+ * large dump is lowered without ever being held whole (see IptablesDumpSink). */
+export class IptablesLowering implements IptablesDumpSink {
+  private family: 'ip' | 'ip6';
+  private readonly diagnostics: Diagnostic[] = [];
+  private readonly tables = new Map<string, Table>();
+  private open: TableState | undefined;
+
+  constructor(private readonly options: LowerIptablesOptions = {}) {
+    this.family = options.family ?? 'ip';
+  }
+
+  begin(family: IpFamily): void {
+    this.family = this.options.family ?? (family === 'ipv6' ? 'ip6' : 'ip');
+  }
+
+  openTable(name: string): void {
+    // iptables-restore without --noflush empties each table it reads a block for.
+    this.open = new TableState(name, this.family, this.diagnostics);
+  }
+
+  chain(decl: IptablesChainDecl): void {
+    this.openState().declare(decl);
+  }
+
+  command(command: IptablesCommand): void {
+    this.openState().command(command);
+  }
+
+  closeTable(table: IptablesTable): void {
+    // A second block for the same table replaces the first, in the first one's place.
+    this.tables.set(table.name, this.openState().toTable(table.span));
+    this.open = undefined;
+  }
+
+  finish(): LowerIptablesResult {
+    return { ruleset: { kind: 'ruleset', tables: [...this.tables.values()] }, diagnostics: this.diagnostics };
+  }
+
+  private openState(): TableState {
+    if (this.open === undefined) throw new Error('IptablesLowering: a chain or command outside openTable/closeTable');
+    return this.open;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -73,52 +121,50 @@ interface ChainState {
 
 class TableState {
   private readonly chains = new Map<string, ChainState>();
+  /** Where this table's diagnostics start: the unknown-table one, which needs the table's span
+   * (known at its end), goes first. */
+  private readonly firstDiagnostic: number;
 
   constructor(
-    private readonly block: IptablesTable,
+    private readonly name: string,
     private readonly family: 'ip' | 'ip6',
     private readonly diagnostics: Diagnostic[],
   ) {
-    if (!isIptablesNftTable(block.name)) {
-      this.report('error', 'unknown-table', `iptables-nft has no table "${block.name}"; its chains are kept as regular chains`, block.span);
-    }
+    this.firstDiagnostic = diagnostics.length;
   }
 
   private report(severity: Diagnostic['severity'], code: string, message: string, span: Span): void {
     this.diagnostics.push({ severity, code, message, span });
   }
 
-  apply(block: IptablesTable): void {
-    for (const decl of block.chains) {
-      const builtin = iptablesNftChain(block.name, decl.name) !== undefined;
-      if (decl.policy !== undefined && !builtin) {
-        this.report('error', 'policy-on-user-chain', `chain "${decl.name}" is not a built-in chain of table "${block.name}" and cannot have a policy`, decl.span);
-      }
-      this.chains.set(decl.name, {
-        name: decl.name,
-        span: decl.span,
-        builtin,
-        policy: decl.policy === 'DROP' ? 'drop' : 'accept',
-        rules: [],
-      });
+  declare(decl: IptablesChainDecl): void {
+    const builtin = iptablesNftChain(this.name, decl.name) !== undefined;
+    if (decl.policy !== undefined && !builtin) {
+      this.report('error', 'policy-on-user-chain', `chain "${decl.name}" is not a built-in chain of table "${this.name}" and cannot have a policy`, decl.span);
     }
-    for (const command of block.commands) this.command(command);
+    this.chains.set(decl.name, {
+      name: decl.name,
+      span: decl.span,
+      builtin,
+      policy: decl.policy === 'DROP' ? 'drop' : 'accept',
+      rules: [],
+    });
   }
 
   /** The chain a command names; built-in chains iptables-nft creates on first use. */
   private chain(name: string, span: Span): ChainState | undefined {
     const found = this.chains.get(name);
     if (found) return found;
-    if (iptablesNftChain(this.block.name, name)) {
+    if (iptablesNftChain(this.name, name)) {
       const created: ChainState = { name, span, builtin: true, policy: 'accept', rules: [] };
       this.chains.set(name, created);
       return created;
     }
-    this.report('error', 'unknown-chain', `chain "${name}" does not exist in table "${this.block.name}": iptables-restore fails here`, span);
+    this.report('error', 'unknown-chain', `chain "${name}" does not exist in table "${this.name}": iptables-restore fails here`, span);
     return undefined;
   }
 
-  private command(command: IptablesCommand): void {
+  command(command: IptablesCommand): void {
     const { span } = command;
     switch (command.op) {
       case 'append':
@@ -228,10 +274,14 @@ class TableState {
     for (const [name, c] of renamed) this.chains.set(name, c);
   }
 
-  toTable(): Table {
+  toTable(span: Span): Table {
+    if (!isIptablesNftTable(this.name)) {
+      const message = `iptables-nft has no table "${this.name}"; its chains are kept as regular chains`;
+      this.diagnostics.splice(this.firstDiagnostic, 0, { severity: 'error', code: 'unknown-table', message, span });
+    }
     const chains: Chain[] = [];
     for (const c of this.chains.values()) {
-      const hook = iptablesNftChain(this.block.name, c.name);
+      const hook = iptablesNftChain(this.name, c.name);
       chains.push({
         kind: 'chain',
         span: c.span,
@@ -250,7 +300,7 @@ class TableState {
         rules: c.rules,
       });
     }
-    return { kind: 'table', span: this.block.span, family: this.family, name: this.block.name, flags: [], objects: [], sets: [], flowtables: [], chains };
+    return { kind: 'table', span, family: this.family, name: this.name, flags: [], objects: [], sets: [], flowtables: [], chains };
   }
 }
 
@@ -310,18 +360,25 @@ class RuleLowering {
     for (const m of r.matches) this.lowerMatch(m);
     this.stmts.push({ kind: 'counter', span: r.counters?.span ?? this.span, packets: r.counters?.packets ?? 0, bytes: r.counters?.bytes ?? 0 });
     if (r.target) this.lowerTarget(r.target);
-    return {
-      kind: 'rule',
-      span: this.span,
-      stmts: this.stmts,
-      ...(this.comment !== undefined ? { comment: this.comment } : {}),
-      origin: { format: 'iptables', text: r.origin },
-    };
+    // Object literals of one shape per branch rather than conditional spreads: this runs once
+    // per rule of a 240,000-line dump, and a spread allocates (and shapes) each node twice.
+    // The statements are copied with slice(): the array pushed to keeps spare capacity.
+    const origin: RuleOrigin = { format: 'iptables', text: r.origin };
+    const stmts = this.stmts.slice();
+    return this.comment === undefined
+      ? { kind: 'rule', span: this.span, stmts, origin }
+      : { kind: 'rule', span: this.span, stmts, comment: this.comment, origin };
   }
 
+  /** A match statement, its right-hand side typed against its left (what typeInner does to a
+   * relational, without building the untyped relational first). */
   private match(span: Span, left: Expr, op: Relational['op'], right: Expr, slash?: boolean): void {
-    const rel: Relational = { kind: 'relational', span, op, left, right, ...(slash ? { slash } : {}) };
-    const stmt: MatchStmt = { kind: 'match', span, expr: typeInner(rel) as Relational };
+    const typedLeft = typeInner(left);
+    const typedRight = typeAgainst(right, left);
+    const rel: Relational = slash
+      ? { kind: 'relational', span, op, left: typedLeft, right: typedRight, slash }
+      : { kind: 'relational', span, op, left: typedLeft, right: typedRight };
+    const stmt: MatchStmt = { kind: 'match', span, expr: rel };
     this.stmts.push(stmt);
   }
 
@@ -336,7 +393,7 @@ class RuleLowering {
 
   private interface(key: 'iifname' | 'oifname', m: { span: Span; negated: boolean; name: string; wildcard: boolean }): void {
     const text = m.wildcard ? `${m.name}*` : m.name;
-    this.match(m.span, meta(m.span, key, false), m.negated ? '!=' : 'implicit', { ...lit(m.span, text), quoted: true });
+    this.match(m.span, meta(m.span, key, false), m.negated ? '!=' : 'implicit', quotedLit(m.span, text));
   }
 
   private address(m: AddressMatch, a: AddressSpec, left: Expr): void {
@@ -591,7 +648,7 @@ class RuleLowering {
   helper(m: IptablesMatch): boolean {
     const o = m.options[0];
     if (o?.value.type !== 'string') return false;
-    this.match(o.span, ct(o.span, 'helper'), o.negated ? '!=' : 'implicit', { ...lit(o.span, o.value.s), quoted: true });
+    this.match(o.span, ct(o.span, 'helper'), o.negated ? '!=' : 'implicit', quotedLit(o.span, o.value.s));
     return true;
   }
 
@@ -745,7 +802,10 @@ class RuleLowering {
     const range: NatRange = to?.type === 'nat-range' ? to.range : {};
     const has = (name: string) => t.options.some((o) => o.name === name);
     // nft prints NAT flags in this order (src/statement.c nat_stmt_print).
-    const flags = [...(has('random') ? ['random'] : []), ...(has('random-fully') ? ['fully-random'] : []), ...(has('persistent') ? ['persistent'] : [])];
+    const flags: string[] = [];
+    if (has('random')) flags.push('random');
+    if (has('random-fully')) flags.push('fully-random');
+    if (has('persistent')) flags.push('persistent');
     const span = t.span;
     const addr =
       range.addressFrom === undefined
@@ -755,15 +815,10 @@ class RuleLowering {
           : ({ kind: 'range', span, low: lit(span, range.addressFrom), high: lit(span, range.addressTo) } satisfies Expr);
     const port = range.portFrom === undefined || range.portBase !== undefined ? undefined : rangeLiteral(span, range.portFrom, range.portTo ?? range.portFrom);
     if (range.portBase !== undefined) return false;
-    const addrType = this.family === 'ip' ? 'ipv4_addr' : 'ipv6_addr';
-    this.stmts.push({
-      kind: 'nat',
-      span,
-      type,
-      ...(addr ? { addr: typeWith(addr, { name: addrType, bits: this.family === 'ip' ? 32 : 128 }) } : {}),
-      ...(port ? { port: typeWith(port, { name: 'inet_service', bits: 16 }) } : {}),
-      flags,
-    });
+    const stmt: Mutable<NatStmt> = { kind: 'nat', span, type, flags };
+    if (addr) stmt.addr = typeWith(addr, this.family === 'ip' ? IPV4_ADDR : IPV6_ADDR);
+    if (port) stmt.port = typeWith(port, INET_SERVICE);
+    this.stmts.push(stmt);
     return true;
   }
 
@@ -1017,10 +1072,22 @@ function formatAddress(bits: bigint, v6: boolean): string {
   return `${hexes.slice(0, best).join(':')}::${hexes.slice(best + bestLen).join(':')}`;
 }
 
+// The datatypes NAT statements type their operands with (src/statement.c nat_stmt's
+// expressions take the family's address type and inet_service).
+const IPV4_ADDR: Datatype = { name: 'ipv4_addr', bits: 32 };
+const IPV6_ADDR: Datatype = { name: 'ipv6_addr', bits: 128 };
+const INET_SERVICE: Datatype = { name: 'inet_service', bits: 16 };
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
 // --- node constructors ----------------------------------------------------------------------
 
 function lit(span: Span, text: string): Literal {
   return { kind: 'literal', span, text };
+}
+
+function quotedLit(span: Span, text: string): Literal {
+  return { kind: 'literal', span, text, quoted: true };
 }
 
 function hex(span: Span, n: number): Literal {
@@ -1045,7 +1112,7 @@ function meta(span: Span, key: string, qualified = true): Expr {
 }
 
 function ct(span: Span, key: string, dir?: 'original' | 'reply'): Expr {
-  return { kind: 'ct', span, key, ...(dir ? { dir } : {}) };
+  return dir ? { kind: 'ct', span, key, dir } : { kind: 'ct', span, key };
 }
 
 function binop(span: Span, op: '&' | '|' | '^', left: Expr, right: Expr): Extract<Expr, { kind: 'binop' }> {

@@ -2,15 +2,32 @@ import { detectFormat, type InputFormat } from './detect-format.js';
 import { parseNft } from './nft/parse-nft.js';
 import { parseNftJson } from './json/parse-nft-json.js';
 import type { ParseOptions, ParseResult } from './parse-result.js';
-import { parseIptablesSave } from './iptables/parse-iptables-save.js';
-import { lowerIptables } from '../model/lower-iptables.js';
+import { readIptablesSave } from './iptables/parse-iptables-save.js';
+import { IptablesLowering } from '../model/lower-iptables.js';
+import { mergeNode, type NodeInput, type TableId } from '../model/merge-node.js';
+import type { Diagnostic } from '../model/diagnostic.js';
 
 export interface ParseRulesetOptions extends ParseOptions {
   readonly format?: 'auto' | InputFormat;
 }
 
-/** Parses one input in any supported format into the model. Never throws on bad input. */
-export function parseRuleset(text: string, options: ParseRulesetOptions = {}): ParseResult {
+/** One file of a node capture for parseNode: its text, its name, and its format when known
+ * (else the options' format, else detected from the text). */
+export interface NodeSource {
+  readonly text: string;
+  readonly file: string;
+  readonly format?: 'auto' | InputFormat;
+}
+
+export type ParseNodeOptions = Omit<ParseRulesetOptions, 'file'>;
+
+/** Parses one input in any supported format into the model, or several as one node (parseNode).
+ * Never throws on bad input. */
+export function parseRuleset(text: string, options?: ParseRulesetOptions): ParseResult;
+export function parseRuleset(inputs: readonly NodeSource[], options?: ParseNodeOptions): ParseResult;
+export function parseRuleset(input: string | readonly NodeSource[], options: ParseRulesetOptions = {}): ParseResult {
+  if (typeof input !== 'string') return parseNode(input, options);
+  const text = input;
   const format = !options.format || options.format === 'auto' ? detectFormat(text) : options.format;
   switch (format) {
     case 'nft':
@@ -18,13 +35,49 @@ export function parseRuleset(text: string, options: ParseRulesetOptions = {}): P
     case 'json':
       return parseNftJson(text, options);
     case 'iptables': {
-      const parsed = parseIptablesSave(text, options);
-      const lowered = lowerIptables(parsed.dump);
-      return { ruleset: lowered.ruleset, diagnostics: [...parsed.diagnostics, ...lowered.diagnostics] };
+      // Lowered while read: the parser's nodes of a large dump never pile up (IptablesDumpSink).
+      const lowering = new IptablesLowering();
+      const parsed = readIptablesSave(text, lowering, options);
+      const lowered = lowering.finish();
+      return { ruleset: lowered.ruleset, diagnostics: [...parsed, ...lowered.diagnostics] };
     }
     default: {
       const exhaustive: never = format;
       return exhaustive;
     }
   }
+}
+
+/** Parses the files a node was captured as (`nft list ruleset`, `iptables-save`,
+ * `ip6tables-save`, `nft -j list ruleset`, nft scripts) into one ruleset (mergeNode): tables
+ * iptables-nft manages are assembled from the nft listing and the dump, the rest composes in
+ * input order. Never throws on bad input. */
+export function parseNode(inputs: readonly NodeSource[], options: ParseNodeOptions = {}): ParseResult {
+  const diagnostics: Diagnostic[] = [];
+  const parsed = inputs.map((source): NodeInput => {
+    const requested = source.format ?? options.format;
+    const format = !requested || requested === 'auto' ? detectFormat(source.text) : requested;
+    const result = parseRuleset(source.text, { ...options, file: source.file, format });
+    diagnostics.push(...result.diagnostics);
+    const incompatibleTables = format === 'iptables' ? incompatibleTablesOf(result, source.text) : [];
+    return { file: source.file, format, ruleset: result.ruleset, incompatibleTables };
+  });
+  const merged = mergeNode(parsed);
+  return { ruleset: merged.ruleset, diagnostics: [...diagnostics, ...merged.diagnostics] };
+}
+
+// The table name in iptables-nft-save's ``# Table `filter' is incompatible, use 'nft' tool.``
+// (iptables/nft.c, 1.8.x), which the iptables parser reports spanning that comment.
+const QUOTED_TABLE = /`([^']*)'/;
+
+/** The tables an iptables dump says iptables-nft-save could not list, in the dump's family (the
+ * family of its tables; unknown, and left out, for a dump with no table at all). */
+function incompatibleTablesOf(result: ParseResult, text: string): TableId[] {
+  const family = result.ruleset.tables[0]?.family;
+  if (family === undefined) return [];
+  return result.diagnostics.flatMap((d) => {
+    if (d.code !== 'iptables-nft-incompatible-table' || d.span === undefined) return [];
+    const name = QUOTED_TABLE.exec(text.slice(d.span.start, d.span.end))?.[1];
+    return name === undefined ? [] : [{ family, name }];
+  });
 }

@@ -9,6 +9,7 @@
 // nftsim does not know are kept with their raw arguments (value `raw`), never dropped.
 
 import type { Span } from '../../model/ast.js';
+import type { AddressSpec, XtOptionValue } from '../../model/xt-option.js';
 
 export interface IptablesDump {
   readonly kind: 'iptables-dump';
@@ -134,20 +135,6 @@ export interface AddressMatch {
   readonly addresses: readonly AddressSpec[];
 }
 
-export interface AddressSpec {
-  /** As written (`10.0.0.0/8`). */
-  readonly text: string;
-  /** `ipv4`, `ipv6`, or `hostname` (iptables resolves names when it loads the rule). */
-  readonly type: 'ipv4' | 'ipv6' | 'hostname';
-  /** The address without its prefix or mask. */
-  readonly address: string;
-  /** The prefix length: `/24` directly, or from a contiguous netmask `/255.255.255.0`; absent
-   * for a single address written without one. */
-  readonly prefixLength?: number;
-  /** A netmask written as an address (`/255.0.255.0`), kept when not contiguous. */
-  readonly mask?: string;
-}
-
 /** `-i eth0`, `-o veth+` (`+` matches every name with that prefix), `! -i lo`. */
 export interface InterfaceMatch {
   readonly span: Span;
@@ -200,44 +187,5 @@ export interface IptablesOption {
   readonly negated: boolean;
   /** The arguments as written, unquoted. */
   readonly args: readonly string[];
-  readonly value: OptionValue;
-}
-
-/** Port ranges, number ranges: `22`, `1000:2000`, `:1024` (from 0), `1024:` (to the maximum). */
-export interface NumberRange {
-  readonly from: number;
-  readonly to: number;
-}
-
-export type OptionValue =
-  | { readonly type: 'flag' }
-  | { readonly type: 'string'; readonly s: string }
-  | { readonly type: 'number'; readonly n: number }
-  /** A 64-bit count (quota bytes), as a decimal string: beyond 2^53 a number would round. */
-  | { readonly type: 'u64'; readonly decimal: string }
-  | { readonly type: 'range'; readonly from: number; readonly to: number }
-  | { readonly type: 'ranges'; readonly items: readonly NumberRange[] }
-  | { readonly type: 'names'; readonly names: readonly string[] }
-  | { readonly type: 'mark'; readonly value: number; readonly mask?: number }
-  | { readonly type: 'address'; readonly address: AddressSpec }
-  | { readonly type: 'address-range'; readonly from: string; readonly to: string }
-  | { readonly type: 'tcp-flags'; readonly mask: readonly string[]; readonly compare: readonly string[] }
-  | { readonly type: 'probability'; readonly p: number }
-  | { readonly type: 'rate'; readonly count: number; readonly unit: RateUnit }
-  | { readonly type: 'icmp-type'; readonly name?: string; readonly icmpType?: number; readonly code?: NumberRange }
-  | { readonly type: 'nat-range'; readonly range: NatRange }
-  | { readonly type: 'interface'; readonly name: string; readonly wildcard: boolean }
-  | { readonly type: 'ipset'; readonly set: string; readonly directions: readonly ('src' | 'dst')[] }
-  | { readonly type: 'raw' };
-
-export type RateUnit = 'second' | 'minute' | 'hour' | 'day';
-
-/** `--to-destination 10.0.0.1-10.0.0.9:8000-8009`, `[fd00::1]:80`, `:80` (ports only),
- * `--to-ports 1000-2000`. Port `/base` (shift, 1.8.6+) is kept in `portBase`. */
-export interface NatRange {
-  readonly addressFrom?: string;
-  readonly addressTo?: string;
-  readonly portFrom?: number;
-  readonly portTo?: number;
-  readonly portBase?: number;
+  readonly value: XtOptionValue;
 }

@@ -4,7 +4,7 @@
 // tables and the *_save functions, which print the first name of each entry here). An extension
 // missing here still parses, with its options kept raw and an `unsupported` warning.
 
-/** How an option's arguments are read and typed (see OptionValue in iptables-ast.ts). */
+/** How an option's arguments are read and typed (see XtOptionValue in src/model/xt-option.ts). */
 export type ValueType =
   | 'flag' // no argument
   | 'string'

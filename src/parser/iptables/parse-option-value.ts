@@ -1,7 +1,7 @@
 // Typing of option arguments: from the spelling iptables accepts to the meaning the lowering and
 // the simulator use. A parse failure is a message (reported on the argument), never a throw.
 
-import type { AddressSpec, NatRange, NumberRange, OptionValue, RateUnit } from './iptables-ast.js';
+import type { AddressSpec, NatRange, NumberRange, RateUnit, XtOptionValue } from '../../model/xt-option.js';
 import type { OptionSpec } from './iptables-extensions.js';
 
 export type Parsed<T> = T | { readonly error: string };
@@ -202,7 +202,7 @@ const ICMPV6_NAMES: readonly IcmpName[] = [
   ['redirect', 137, 0, 0xff],
 ];
 
-function parseIcmpType(text: string, names: readonly IcmpName[]): Parsed<OptionValue> {
+function parseIcmpType(text: string, names: readonly IcmpName[]): Parsed<XtOptionValue> {
   const named = names.find(([n]) => n.toLowerCase() === text.toLowerCase());
   if (named) return { type: 'icmp-type', name: named[0], icmpType: named[1], code: { from: named[2], to: named[3] } };
   // `type`, `type/code` or `type/min:max` (libxt_icmp.h ipt_parse_icmp / icmp6 likewise).
@@ -269,7 +269,7 @@ function parseTcpFlagList(text: string): Parsed<string[]> {
   return bad === undefined ? names : { error: `unknown TCP flag "${bad}"` };
 }
 
-function parseNames(text: string, allowed: readonly string[] | undefined): Parsed<OptionValue> {
+function parseNames(text: string, allowed: readonly string[] | undefined): Parsed<XtOptionValue> {
   const names = text.split(',');
   if (allowed === undefined) return { type: 'names', names };
   const canonical: string[] = [];
@@ -281,16 +281,19 @@ function parseNames(text: string, allowed: readonly string[] | undefined): Parse
   return { type: 'names', names: canonical };
 }
 
-function wrapRange(r: Parsed<NumberRange>): Parsed<OptionValue> {
+function wrapRange(r: Parsed<NumberRange>): Parsed<XtOptionValue> {
   return isParseError(r) ? r : { type: 'range', from: r.from, to: r.to };
 }
 
+/** Every flag option has this value: one object, not one per option of a large dump. */
+const FLAG_VALUE: XtOptionValue = { type: 'flag' };
+
 /** Types `args` (as many as argumentCount(spec)) by the option's spec. */
-export function parseOptionValue(spec: OptionSpec, args: readonly string[]): Parsed<OptionValue> {
+export function parseOptionValue(spec: OptionSpec, args: readonly string[]): Parsed<XtOptionValue> {
   const a = args[0] ?? '';
   switch (spec.type) {
     case 'flag':
-      return { type: 'flag' };
+      return FLAG_VALUE;
     case 'string':
       return { type: 'string', s: a };
     case 'number': {

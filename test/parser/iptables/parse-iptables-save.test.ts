@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { IptablesRule, OptionValue } from '../../../src/parser/iptables/iptables-ast.js';
+import type { IptablesRule } from '../../../src/parser/iptables/iptables-ast.js';
+import type { XtOptionValue } from '../../../src/model/xt-option.js';
 import { parseIptablesSave } from '../../../src/parser/iptables/parse-iptables-save.js';
 
 /** Parses one rule line in a filter table and returns its rule and diagnostics. */
@@ -8,7 +9,7 @@ function parseRule(spec: string, table = 'filter'): { rule: IptablesRule | undef
   return { rule: dump.tables[0]?.commands[0]?.rule, codes: diagnostics.map((d) => `${d.severity}:${d.code}`) };
 }
 
-function optionValue(spec: string, owner: string, option: string): OptionValue | undefined {
+function optionValue(spec: string, owner: string, option: string): XtOptionValue | undefined {
   const { rule } = parseRule(spec);
   const ext = rule?.target?.name === owner ? rule.target : rule?.matches.find((m) => m.name === owner);
   return ext?.options.find((o) => o.name === option)?.value;
@@ -160,7 +161,7 @@ describe('addresses and interfaces', () => {
 });
 
 describe('typed match options', () => {
-  it.each<[string, string, string, OptionValue]>([
+  it.each<[string, string, string, XtOptionValue]>([
     ['-p tcp -m tcp --dport 22', 'tcp', 'dport', { type: 'range', from: 22, to: 22 }],
     ['-p tcp -m tcp --sport 1000:2000', 'tcp', 'sport', { type: 'range', from: 1000, to: 2000 }],
     ['-p tcp -m tcp --dport :1024', 'tcp', 'dport', { type: 'range', from: 0, to: 1024 }],
@@ -212,7 +213,7 @@ describe('typed match options', () => {
 });
 
 describe('typed targets', () => {
-  it.each<[string, string, string, OptionValue]>([
+  it.each<[string, string, string, XtOptionValue]>([
     ['-j REJECT --reject-with icmp-port-unreachable', 'REJECT', 'reject-with', { type: 'string', s: 'icmp-port-unreachable' }],
     ['-j LOG --log-prefix "IN: " --log-level 4', 'LOG', 'log-prefix', { type: 'string', s: 'IN: ' }],
     ['-j NFLOG --nflog-group 100', 'NFLOG', 'nflog-group', { type: 'number', n: 100 }],

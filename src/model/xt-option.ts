@@ -1,0 +1,61 @@
+// The typed value of an iptables match or target option, as the model keeps it in
+// `xt-extension` statements (ast.ts XtOption) for the simulator. It lives in the model, not in
+// the iptables parser, because the model is what parsers produce and never depends on one
+// (DESIGN.md, pipeline): the iptables parser (src/parser/iptables) types option arguments into
+// these values, the lowering and the simulator read them.
+
+/** An address as iptables reads it after `-s`/`-d` or as an option value (`--ctorigdst`). */
+export interface AddressSpec {
+  /** As written (`10.0.0.0/8`). */
+  readonly text: string;
+  /** `ipv4`, `ipv6`, or `hostname` (iptables resolves names when it loads the rule). */
+  readonly type: 'ipv4' | 'ipv6' | 'hostname';
+  /** The address without its prefix or mask. */
+  readonly address: string;
+  /** The prefix length: `/24` directly, or from a contiguous netmask `/255.255.255.0`; absent
+   * for a single address written without one. */
+  readonly prefixLength?: number;
+  /** A netmask written as an address (`/255.0.255.0`), kept when not contiguous. */
+  readonly mask?: string;
+}
+
+/** Port ranges, number ranges: `22`, `1000:2000`, `:1024` (from 0), `1024:` (to the maximum). */
+export interface NumberRange {
+  readonly from: number;
+  readonly to: number;
+}
+
+export type RateUnit = 'second' | 'minute' | 'hour' | 'day';
+
+/** `--to-destination 10.0.0.1-10.0.0.9:8000-8009`, `[fd00::1]:80`, `:80` (ports only),
+ * `--to-ports 1000-2000`. Port `/base` (shift, 1.8.6+) is kept in `portBase`. */
+export interface NatRange {
+  readonly addressFrom?: string;
+  readonly addressTo?: string;
+  readonly portFrom?: number;
+  readonly portTo?: number;
+  readonly portBase?: number;
+}
+
+/** What an option's arguments mean, by the type its extension gives it
+ * (src/parser/iptables/iptables-extensions.ts). `raw` when nftsim does not know the option. */
+export type XtOptionValue =
+  | { readonly type: 'flag' }
+  | { readonly type: 'string'; readonly s: string }
+  | { readonly type: 'number'; readonly n: number }
+  /** A 64-bit count (quota bytes), as a decimal string: beyond 2^53 a number would round. */
+  | { readonly type: 'u64'; readonly decimal: string }
+  | { readonly type: 'range'; readonly from: number; readonly to: number }
+  | { readonly type: 'ranges'; readonly items: readonly NumberRange[] }
+  | { readonly type: 'names'; readonly names: readonly string[] }
+  | { readonly type: 'mark'; readonly value: number; readonly mask?: number }
+  | { readonly type: 'address'; readonly address: AddressSpec }
+  | { readonly type: 'address-range'; readonly from: string; readonly to: string }
+  | { readonly type: 'tcp-flags'; readonly mask: readonly string[]; readonly compare: readonly string[] }
+  | { readonly type: 'probability'; readonly p: number }
+  | { readonly type: 'rate'; readonly count: number; readonly unit: RateUnit }
+  | { readonly type: 'icmp-type'; readonly name?: string; readonly icmpType?: number; readonly code?: NumberRange }
+  | { readonly type: 'nat-range'; readonly range: NatRange }
+  | { readonly type: 'interface'; readonly name: string; readonly wildcard: boolean }
+  | { readonly type: 'ipset'; readonly set: string; readonly directions: readonly ('src' | 'dst')[] }
+  | { readonly type: 'raw' };
