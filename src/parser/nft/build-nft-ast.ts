@@ -1,13 +1,13 @@
 import type { CstNode, IToken } from 'chevrotain';
 import type {
   BaseChainSpec, Chain, ChainType, ElementExpr, Expr, Family, Flowtable, Hook, KeyType, NamedSet,
-  Priority, Rule, Ruleset, Span, StatefulObject, Stmt, Table,
+  Priority, Rule, Ruleset, Span, StatefulObject, Stmt, Table, Value,
 } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
 import { datatypeNamed, datatypeOf, typeSetElement, type Datatype } from '../../model/datatypes.js';
 import { resolvePriorityName } from '../../model/priorities.js';
 import {
-  buildExpr, buildSetLiteral, endLineOf, kids, nameText, node, nodes, numberOf, spanOfNode, spanOfToken, tok,
+  buildExpr, buildSetLiteral, endLineOf, firstChild, kids, nameText, node, nodes, numberOf, spanOfNode, spanOfToken, spanTo, tok,
   unquote, type ChunkPos, type ExprEnv,
 } from './build-nft-expr.js';
 import { buildLimit, buildQuota, buildStmt, commentOf } from './build-nft-stmt.js';
@@ -112,6 +112,32 @@ export class NftAstBuilder implements ExprEnv {
     return buildStmt(this, n);
   }
 
+  // Names, keywords and literal spellings repeat across a listing; each token's text is a fresh
+  // string (or a slice pinning its whole chunk), so the model keeps one copy of each.
+  private readonly strings = new Map<string, string>();
+
+  intern(s: string): string {
+    const known = this.strings.get(s);
+    if (known !== undefined) return known;
+    this.strings.set(s, s);
+    return s;
+  }
+
+  private readonly values = new Map<Value['type'], Map<unknown, Value>>();
+
+  shareValue(v: Value): Value {
+    let byKey = this.values.get(v.type);
+    if (!byKey) {
+      byKey = new Map();
+      this.values.set(v.type, byKey);
+    }
+    const key = valueKey(v);
+    const known = byKey.get(key);
+    if (known) return known;
+    byKey.set(key, v);
+    return v;
+  }
+
   private error(code: string, message: string, span: Span): void {
     this.diagnostics.push({ severity: 'error', code, message, span });
   }
@@ -147,7 +173,7 @@ export class NftAstBuilder implements ExprEnv {
     const c = kids(item);
     if (c.sep) return;
     if (c.close) return this.close(c.close[0] as IToken);
-    const n = Object.values(c)[0]![0] as CstNode;
+    const n = firstChild(item) as CstNode;
     switch (n.name) {
       case 'blockHeader':
         return this.blockHeader(n);
@@ -544,11 +570,7 @@ export class NftAstBuilder implements ExprEnv {
     let prevEnd = lineStart;
     for (const s of statements) {
       const loc = s.location!;
-      // iptables-nft prints an xt match it cannot translate as nothing, so the rule shows a
-      // blank where the match was: a space after the tab indent, or two spaces between
-      // statements.
-      const gap = this.pos.text.slice(prevEnd, loc.startOffset);
-      const blanks = prevEnd === lineStart ? /^\t+( +)$/.exec(gap)?.[1]?.length ?? 0 : gap.length > 1 && /^ +$/.test(gap) ? gap.length - 1 : 0;
+      const blanks = blankMatchesBefore(this.pos.text, prevEnd, loc.startOffset, prevEnd === lineStart);
       for (let i = 0; i < blanks; i++) {
         stmts.push({ kind: 'xt', span: spanOfNode(this.pos, s), type: 'match', blank: true });
       }
@@ -561,7 +583,11 @@ export class NftAstBuilder implements ExprEnv {
       const stmt = buildStmt(this, s);
       if (stmt) stmts.push(stmt);
     }
-    return { kind: 'rule', span, ...(handle !== undefined ? { handle } : {}), ...(comment !== undefined ? { comment } : {}), stmts };
+    // A copy has no spare capacity: a grown array keeps room for 16 statements, and a large
+    // listing holds one per rule.
+    const exact = stmts.slice();
+    if (handle === undefined) return comment === undefined ? { kind: 'rule', span, stmts: exact } : { kind: 'rule', span, comment, stmts: exact };
+    return comment === undefined ? { kind: 'rule', span, handle, stmts: exact } : { kind: 'rule', span, handle, comment, stmts: exact };
   }
 
   /** A rule body parsed on its own (`parseNftRuleBody`). */
@@ -702,7 +728,7 @@ export class NftAstBuilder implements ExprEnv {
       return;
     }
     const first = statements[0];
-    const ruleSpan = first ? { ...spanOfNode(this.pos, first), end: span.end } : span;
+    const ruleSpan = first ? spanTo(spanOfNode(this.pos, first), span.end) : span;
     const rule = this.buildRule(statements, ruleSpan, undefined, first ? first.location!.startOffset : 0);
     if (verb === 'replace') {
       if (at >= 0) chain.rules[at] = { ...rule, ...(whereNum !== undefined ? { handle: whereNum } : {}) };
@@ -873,6 +899,43 @@ function finishSet(b: SetB): NamedSet {
   const keyType = typeOfKey(set.key);
   const dataType = typeOfKey(set.data);
   return { ...set, elements: b.elements.map((e) => typeSetElement(e, keyType, dataType)) };
+}
+
+function valueKey(v: Value): unknown {
+  switch (v.type) {
+    case 'integer':
+      return v.n;
+    case 'bigint':
+      return v.hex;
+    case 'ipv4':
+    case 'ipv6':
+    case 'ether':
+      return v.addr;
+    case 'string':
+      return v.s;
+    case 'boolean':
+      return v.b;
+    default: {
+      const exhaustive: never = v;
+      return exhaustive;
+    }
+  }
+}
+
+/** How many blank xt matches the whitespace `text[from, to)` before a statement stands for.
+ * iptables-nft prints an xt match it cannot translate as nothing, so the rule shows a blank where
+ * the match was: a space after the tab indent (`atLineStart`), or two spaces between statements. */
+function blankMatchesBefore(text: string, from: number, to: number, atLineStart: boolean): number {
+  let i = from;
+  if (atLineStart) {
+    while (i < to && text.charCodeAt(i) === 9 /* \t */) i++;
+    if (i === from) return 0;
+  }
+  const spaces = i;
+  while (i < to && text.charCodeAt(i) === 32) i++;
+  if (i < to) return 0;
+  const n = to - spaces;
+  return atLineStart ? n : n > 1 ? n - 1 : 0;
 }
 
 /** A span-free text of an element key, to match `delete element` against existing elements. */

@@ -1,6 +1,6 @@
 import type { CstNode, IToken } from 'chevrotain';
 import type {
-  ElementExpr, Expr, Literal, MapLookup, SetLiteral, SetRef, Span, Stmt, VerdictName,
+  ElementExpr, Expr, Literal, SetLiteral, SetRef, Span, Stmt, Value, VerdictName,
 } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
 
@@ -26,12 +26,23 @@ export interface ExprEnv {
   bindChain(span: Span): string;
   /** Builds an element option statement (counter/limit/quota/last in `{ 1.1.1.1 counter }`). */
   buildOptionStmt(node: CstNode): Stmt | undefined;
+  /** The one copy of a string in this parse's model (see NftAstBuilder.intern). */
+  intern(s: string): string;
+  /** The one copy of a typed value in this parse's model (see NftAstBuilder.shareValue). */
+  shareValue(v: Value): Value;
 }
 
 type Children = Record<string, (CstNode | IToken)[] | undefined>;
 
 export function kids(node: CstNode): Children {
   return node.children as Children;
+}
+
+/** The first child of a node that has exactly one label (a choice between alternatives). */
+export function firstChild(n: CstNode): CstNode | IToken {
+  const c = kids(n);
+  for (const label in c) return c[label]![0]!;
+  throw new Error(`nft builder: empty CST node ${n.name}`);
 }
 
 export function nodes(node: CstNode, label: string): CstNode[] {
@@ -50,29 +61,51 @@ export function tok(node: CstNode, label: string): IToken | undefined {
   return (kids(node)[label] as IToken[] | undefined)?.[0];
 }
 
+// Span fields are kept small integers (`| 0`): Chevrotain starts CST locations at NaN, and one
+// non-integer stored into a span makes V8 box every span's numbers as heap doubles (4 × 16
+// bytes per span on a 150k-rule listing).
+
+/** The span of chunk-local offsets `start` to `last` (inclusive). */
+export function spanAt(pos: ChunkPos, start: number, last: number): Span {
+  const line = lineIndexOf(pos, start);
+  return {
+    file: pos.file,
+    start: (pos.base + start) | 0,
+    end: (pos.base + last + 1) | 0,
+    line: (pos.baseLine + line) | 0,
+    column: (start - pos.lineStarts[line]! + 1) | 0,
+  };
+}
+
+/** `span` extended (or cut) to end at file offset `end`. */
+export function spanTo(span: Span, end: number): Span {
+  return { file: span.file, start: span.start, end: end | 0, line: span.line, column: span.column };
+}
+
 export function spanOfNode(pos: ChunkPos, n: CstNode): Span {
   // CST nodes carry offsets only (cheaper to track); line and column come from the chunk's
   // line index.
   const loc = n.location!;
-  const line = lineIndexOf(pos, loc.startOffset);
-  return {
-    file: pos.file,
-    start: pos.base + loc.startOffset,
-    end: pos.base + (loc.endOffset ?? loc.startOffset) + 1,
-    line: pos.baseLine + line,
-    column: loc.startOffset - pos.lineStarts[line]! + 1,
-  };
+  const start = loc.startOffset | 0;
+  return spanAt(pos, start, loc.endOffset! >= start ? loc.endOffset! | 0 : start);
 }
 
 /** 1-based chunk-local line of the last character of `n` (where its `# handle` comment is). */
 export function endLineOf(pos: ChunkPos, n: CstNode): number {
   const loc = n.location!;
-  return lineIndexOf(pos, loc.endOffset ?? loc.startOffset) + 1;
+  return lineIndexOf(pos, loc.endOffset! >= 0 ? loc.endOffset! | 0 : loc.startOffset | 0) + 1;
 }
 
+// Spans are mostly made in text order, so the line found last is tried before searching.
+let lastStarts: readonly number[] = [];
+let lastLine = 0;
+
 /** 0-based line of a chunk-local offset. */
-function lineIndexOf(pos: ChunkPos, offset: number): number {
+export function lineIndexOf(pos: ChunkPos, offset: number): number {
   const starts = pos.lineStarts;
+  if (starts === lastStarts && starts[lastLine]! <= offset && (lastLine + 1 >= starts.length || offset < starts[lastLine + 1]!)) {
+    return lastLine;
+  }
   let lo = 0;
   let hi = starts.length - 1;
   while (lo < hi) {
@@ -80,6 +113,8 @@ function lineIndexOf(pos: ChunkPos, offset: number): number {
     if (starts[mid]! <= offset) lo = mid;
     else hi = mid - 1;
   }
+  lastStarts = starts;
+  lastLine = lo;
   return lo;
 }
 
@@ -91,39 +126,54 @@ export function lineStartsOf(text: string): number[] {
 }
 
 export function spanOfToken(pos: ChunkPos, t: IToken): Span {
-  return {
-    file: pos.file,
-    start: pos.base + t.startOffset,
-    end: pos.base + (t.endOffset ?? t.startOffset) + 1,
-    line: pos.baseLine + (t.startLine ?? 1) - 1,
-    column: t.startColumn ?? 1,
-  };
-}
-
-export function spanBetween(pos: ChunkPos, first: IToken, last: IToken): Span {
-  return { ...spanOfToken(pos, first), end: pos.base + (last.endOffset ?? last.startOffset) + 1 };
+  return spanAt(pos, t.startOffset, t.endOffset ?? t.startOffset);
 }
 
 export function unquote(image: string): string {
   return image.length >= 2 && image.startsWith('"') && image.endsWith('"') ? image.slice(1, -1) : image;
 }
 
-export function literalOf(pos: ChunkPos, t: IToken): Literal {
-  const quoted = t.image.startsWith('"');
-  const lit: Literal = { kind: 'literal', span: spanOfToken(pos, t), text: quoted ? unquote(t.image) : t.image };
-  return quoted ? { ...lit, quoted: true } : lit;
+export function literalOf(env: ExprEnv, t: IToken): Literal {
+  const span = spanOfToken(env.pos, t);
+  if (t.image.charCodeAt(0) === 34 /* " */) return { kind: 'literal', span, text: env.intern(unquote(t.image)), quoted: true };
+  return { kind: 'literal', span, text: env.intern(t.image) };
+}
+
+/** Makes the typed literals of `e` share their `value` objects with equal ones built before
+ * (a kube-proxy listing repeats `tcp`, `0x4000` and its service addresses thousands of times).
+ * The literals are this parse's own fresh objects, so they are updated in place. */
+export function shareValues(env: ExprEnv, e: Expr): void {
+  if (e.kind === 'literal') {
+    if (e.value) (e as { value: Value }).value = env.shareValue(e.value);
+  } else if (e.kind === 'prefix') {
+    shareValues(env, e.expr);
+  } else if (e.kind === 'range') {
+    shareValues(env, e.low);
+    shareValues(env, e.high);
+  } else if (e.kind === 'binop') {
+    shareValues(env, e.left);
+    shareValues(env, e.right);
+  } else if (e.kind === 'concat') {
+    for (const p of e.parts) shareValues(env, p);
+  } else if (e.kind === 'flag-list') {
+    for (const i of e.items) shareValues(env, i);
+  } else if (e.kind === 'set') {
+    for (const el of e.elements) {
+      shareValues(env, el.key);
+      if (el.data) shareValues(env, el.data);
+    }
+  }
 }
 
 /** The text of a `nameTok` node (a name, number-led word, string or `$variable`). */
 export function nameText(env: ExprEnv, n: CstNode | undefined): string {
   if (!n) return '';
-  const t = Object.values(kids(n))[0]?.[0] as IToken | undefined;
-  if (!t) return '';
+  const t = firstChild(n) as IToken;
   if (t.image.startsWith('$')) {
     const value = resolveVariable(env, t);
     return value.kind === 'literal' ? value.text : t.image;
   }
-  return unquote(t.image);
+  return env.intern(unquote(t.image));
 }
 
 export function numberOf(t: IToken | undefined): number | undefined {
@@ -154,32 +204,8 @@ const RT_KEYS = new Set(['classid', 'nexthop', 'mtu', 'ipsec']);
 
 export function buildExpr(env: ExprEnv, n: CstNode): Expr {
   switch (n.name) {
-    case 'expr': {
-      const items = nodes(n, 'items').map((i) => buildExpr(env, i));
-      if (items.length === 1) return items[0]!;
-      return { kind: 'flag-list', span: spanOfNode(env.pos, n), items };
-    }
-    case 'mapExpr': {
-      const key = buildExpr(env, node(n, 'key')!);
-      const target = node(n, 'mapTarget');
-      if (!target) return key;
-      const lookup: MapLookup = { kind: 'map', span: spanOfNode(env.pos, n), key, map: buildMapTarget(env, target), vmap: false };
-      return lookup;
-    }
-    case 'concat': {
-      const parts = nodes(n, 'parts').map((p) => buildExpr(env, p));
-      if (parts.length === 1) return parts[0]!;
-      return { kind: 'concat', span: spanOfNode(env.pos, n), parts };
-    }
-    case 'binExpr':
-      return buildBinExpr(env, n);
-    case 'operand': {
-      const low = withPrefix(env, buildExpr(env, node(n, 'low')!), tok(n, 'lowLength'));
-      const highNode = node(n, 'high');
-      if (!highNode) return low;
-      const high = withPrefix(env, buildExpr(env, highNode), tok(n, 'highLength'));
-      return { kind: 'range', span: spanOfNode(env.pos, n), low, high };
-    }
+    case 'expr':
+      return buildFlatExpr(env, n);
     case 'atom':
       return buildAtom(env, n);
     case 'setLiteral':
@@ -191,32 +217,103 @@ export function buildExpr(env: ExprEnv, n: CstNode): Expr {
   }
 }
 
-function withPrefix(env: ExprEnv, base: Expr, length: IToken | undefined): Expr {
-  if (!length) return base;
-  const span = { ...base.span, end: env.pos.base + (length.endOffset ?? length.startOffset) + 1 };
-  return { kind: 'prefix', span, expr: base, length: Number(length.image) };
-}
-
 // nft's operator precedence, tightest first (src/parser_bison.y shift_expr → and_expr →
 // exclusive_or_expr → inclusive_or_expr).
 const PRECEDENCE: Readonly<Record<string, number>> = { '<<': 4, '>>': 4, '&': 3, '^': 2, '|': 1 };
 
-function buildBinExpr(env: ExprEnv, n: CstNode): Expr {
-  const operands = nodes(n, 'operands').map((o) => buildExpr(env, o));
-  const opTokens = toks(n, 'ops');
+/** Builds an `expr` node: operands and operators in source order (nft-grammar.ts), grouped by
+ * precedence, tightest first: prefix `/N`, range `-`, the bitwise operators, `.`, `map`, `,`. */
+function buildFlatExpr(env: ExprEnv, n: CstNode): Expr {
+  const c = kids(n);
+  const operands = c.operands as CstNode[];
+  const first = buildExpr(env, operands[0]!);
+  const ops = c.ops as IToken[] | undefined;
+  if (!ops) return first;
+  const lengths = (c.lengths ?? []) as IToken[];
+  const targets = (c.targets ?? []) as CstNode[];
+  let nextOperand = 1;
+  let nextLength = 0;
+  let nextTarget = 0;
+  // The operand being read (`low`, and `high` after a `-`), the bitwise chain, the concat parts
+  // and the comma items it will end up in.
+  let low = first;
+  let high: Expr | undefined;
+  let binOperands: Expr[] = [];
+  let binOps: IToken[] = [];
+  let parts: Expr[] = [];
+  const items: Expr[] = [];
+  const unit = (): Expr => (high ? { kind: 'range', span: spanTo(low.span, high.span.end), low, high } : low);
+  const endBitwise = (): Expr => {
+    binOperands.push(unit());
+    const e = binOperands.length === 1 ? binOperands[0]! : climbBitwise(binOperands, binOps);
+    binOperands = [];
+    binOps = [];
+    return e;
+  };
+  const endConcat = (): Expr => {
+    parts.push(endBitwise());
+    const e = parts.length === 1 ? parts[0]! : ({ kind: 'concat', span: spanTo(parts[0]!.span, parts[parts.length - 1]!.span.end), parts } as const);
+    parts = [];
+    return e;
+  };
+  const operand = (): Expr => buildExpr(env, operands[nextOperand++]!);
+  for (const op of ops) {
+    switch (op.image) {
+      case '/': {
+        const length = lengths[nextLength++]!;
+        const base = high ?? low;
+        const prefix: Expr = { kind: 'prefix', span: spanTo(base.span, env.pos.base + length.startOffset + length.image.length), expr: base, length: Number(length.image) };
+        if (high) high = prefix;
+        else low = prefix;
+        break;
+      }
+      case '-':
+        if (high) low = unit();
+        high = operand();
+        break;
+      case '.':
+        parts.push(endBitwise());
+        low = operand();
+        high = undefined;
+        break;
+      case ',':
+        items.push(endConcat());
+        low = operand();
+        high = undefined;
+        break;
+      case 'map': {
+        const key = endConcat();
+        const map = buildMapTarget(env, targets[nextTarget++]!);
+        low = { kind: 'map', span: spanTo(key.span, map.span.end), key, map, vmap: false };
+        high = undefined;
+        break;
+      }
+      default:
+        binOperands.push(unit());
+        binOps.push(op);
+        low = operand();
+        high = undefined;
+    }
+  }
+  items.push(endConcat());
+  return items.length === 1 ? items[0]! : { kind: 'flag-list', span: spanOfNode(env.pos, n), items };
+}
+
+/** Precedence climbing over a bitwise chain: `ops[k]` sits between `operands[k]` and
+ * `operands[k + 1]`. */
+function climbBitwise(operands: readonly Expr[], opTokens: readonly IToken[]): Expr {
   const ops = opTokens.map((t) => BINOP_WORDS[t.image]!);
-  // Precedence climbing over the flat list: ops[k] sits between operands[k] and operands[k + 1].
   let k = 0;
   const climb = (minPrec: number, first: Expr): Expr => {
     let left = first;
     while (k < ops.length && PRECEDENCE[ops[k]!]! >= minPrec) {
       const op = ops[k]!;
       // iptables-nft's xlate text writes `mark or 0x4000`; keep the word so it prints back as written.
-      const word = /^[a-z]/.test(opTokens[k]!.image);
+      const word = opTokens[k]!.image !== op;
       k++;
       let right = operands[k]!;
       while (k < ops.length && PRECEDENCE[ops[k]!]! > PRECEDENCE[op]!) right = climb(PRECEDENCE[op]! + 1, right);
-      left = { kind: 'binop', span: { ...left.span, end: right.span.end }, op, left, right, ...(word && { word }) };
+      left = { kind: 'binop', span: spanTo(left.span, right.span.end), op, left, right, ...(word && { word }) };
     }
     return left;
   };
@@ -246,7 +343,7 @@ function buildAtom(env: ExprEnv, n: CstNode): Expr {
   if (c.wildcard) return { kind: 'wildcard', span };
   const t = c.literal![0] as IToken;
   if (c.negative) return { kind: 'literal', span, text: `-${t.image}` };
-  return literalOf(env.pos, t);
+  return literalOf(env, t);
 }
 
 function buildRawPayload(env: ExprEnv, n: CstNode): Expr {
@@ -318,7 +415,7 @@ export function buildElement(env: ExprEnv, n: CstNode): ElementExpr {
       });
       continue;
     }
-    const stmtNode = Object.values(kids(opt))[0]![0] as CstNode;
+    const stmtNode = firstChild(opt) as CstNode;
     const stmt = env.buildOptionStmt(stmtNode);
     if (stmt) stmts.push(stmt);
   }
@@ -438,7 +535,7 @@ export function buildPayload(env: ExprEnv, n: CstNode): Expr {
     return { kind: 'exthdr', span, header: head, field: key!, ...(index !== undefined ? { index } : {}) };
   }
   const addrType = tok(n, 'addrType')?.image;
-  const field = sub ? `${sub} ${nameText(env, node(n, 'option'))}${key ? ` ${key}` : ''}` : addrType ? `${key} ${addrType}` : key!;
+  const field = sub ? `${sub} ${nameText(env, node(n, 'option'))}${key ? ` ${key}` : ''}` : addrType ? env.intern(`${key} ${addrType}`) : key!;
   if (inner) return { kind: 'payload', span, protocol: inner, field, inner: head };
   return { kind: 'payload', span, protocol: head, field };
 }

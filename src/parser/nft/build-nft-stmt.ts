@@ -4,8 +4,8 @@ import type {
 } from '../../model/ast.js';
 import { typeAgainst, typeInner } from '../../model/datatypes.js';
 import {
-  buildExpr, buildMapTarget, buildPayload, kids, nameText, node, nodes, numberOf, spanOfNode,
-  spanOfToken, tok, toks, unquote, type ExprEnv,
+  buildExpr, buildMapTarget, buildPayload, firstChild, shareValues, nameText, node, nodes, numberOf, spanOfNode,
+  spanOfToken, spanTo, tok, toks, unquote, type ExprEnv,
 } from './build-nft-expr.js';
 
 // CST → AST for rule statements. A rule's comment statement is returned separately.
@@ -73,13 +73,12 @@ function family(t: IToken | undefined): { family?: 'ip' | 'ip6' } {
 
 /** Builds one statement node (the child of a `statement` CST node, or an element option). */
 export function buildStmt(env: ExprEnv, n: CstNode): Stmt | undefined {
+  if (n.name === 'statement') {
+    const child = firstChild(n);
+    return 'tokenType' in child ? { kind: 'notrack', span: spanOfNode(env.pos, n) } : buildStmt(env, child);
+  }
   const span = spanOfNode(env.pos, n);
   switch (n.name) {
-    case 'statement': {
-      const notrack = tok(n, 'notrack');
-      if (notrack) return { kind: 'notrack', span };
-      return buildStmt(env, Object.values(kids(n))[0]![0] as CstNode);
-    }
     case 'verdictStmt': {
       const verdict = tok(n, 'verdict')!.image as VerdictName;
       if (tok(n, 'anon')) return { kind: 'verdict', span, verdict, target: env.bindChain(span) };
@@ -90,6 +89,7 @@ export function buildStmt(env: ExprEnv, n: CstNode): Stmt | undefined {
       if (node(n, 'ref')) return objRef(env, n, 'counter');
       const packets = numberOf(tok(n, 'packets'));
       const bytes = numberOf(tok(n, 'bytes'));
+      if (packets !== undefined && bytes !== undefined) return { kind: 'counter', span, packets, bytes };
       return { kind: 'counter', span, ...(packets !== undefined ? { packets } : {}), ...(bytes !== undefined ? { bytes } : {}) };
     }
     case 'logStmt':
@@ -178,9 +178,7 @@ export function buildStmt(env: ExprEnv, n: CstNode): Stmt | undefined {
       return { kind: 'option-reset', span, target };
     }
     case 'tunnelStmt':
-      return objRef(env, n, 'tunnel');
-    case 'ctCountStmt':
-      return unsupported(env, n, 'ct count (connlimit)');
+      return node(n, 'ref') ? objRef(env, n, 'tunnel') : unsupported(env, n, 'tunnel metadata');
     case 'exprStmt':
       return buildExprStmt(env, n);
     case 'commentStmt':
@@ -263,6 +261,7 @@ function buildReject(env: ExprEnv, n: CstNode): RejectStmt {
 function buildExprStmt(env: ExprEnv, n: CstNode): Stmt {
   const span = spanOfNode(env.pos, n);
   const lhs = buildExpr(env, node(n, 'lhs')!);
+  if (lhs.kind === 'ct' && lhs.key === 'count' && !lhs.dir) return unsupported(env, n, 'ct count (connlimit)');
   if (lhs.kind === 'payload' && lhs.protocol === 'tunnel') return unsupported(env, n, 'tunnel metadata');
   if (tok(n, 'set')) {
     const value = typeAgainst(buildExpr(env, node(n, 'value')!), lhs);
@@ -297,21 +296,23 @@ function buildExprStmt(env: ExprEnv, n: CstNode): Stmt {
     env.diagnostics.push({ severity: 'error', code: 'syntax', message: `unexpected '${text}', expected a statement`, span: lhs.span });
     return { kind: 'unsupported', span, text };
   }
-  const relOp = node(n, 'relOp');
-  const op = relOp ? REL_OPS[toks(relOp, 'op')[0]!.image] ?? '==' : 'implicit';
-  const rhsNode = node(n, 'rhs')!;
-  const value = buildExpr(env, node(rhsNode, 'value')!);
-  const maskNode = node(rhsNode, 'mask');
-  let relational: Relational;
+  const relOp = tok(n, 'op');
+  const op = relOp ? REL_OPS[relOp.image] ?? '==' : 'implicit';
+  const value = buildExpr(env, node(n, 'value')!);
+  const maskNode = node(n, 'mask');
+  // Typed as typeInner would type the relational, without building it twice.
   if (maskNode) {
     // nft 1.0.x `tcp flags syn / syn,ack`: (tcp flags & syn,ack) == syn.
     const mask = buildExpr(env, maskNode);
-    const left: Expr = { kind: 'binop', span: { ...lhs.span, end: mask.span.end }, op: '&', left: lhs, right: mask };
-    relational = { kind: 'relational', span, op: op === 'implicit' ? '==' : op, left, right: value, slash: true };
-  } else {
-    relational = { kind: 'relational', span, op, left: lhs, right: value };
+    const left: Expr = { kind: 'binop', span: spanTo(lhs.span, mask.span.end), op: '&', left: lhs, right: mask };
+    const relational: Relational = { kind: 'relational', span, op: op === 'implicit' ? '==' : op, left: typeInner(left), right: typeAgainst(value, left), slash: true };
+    shareValues(env, relational.left);
+    shareValues(env, relational.right);
+    return { kind: 'match', span, expr: relational };
   }
-  return { kind: 'match', span, expr: typeInner(relational) as Relational };
+  const right = typeAgainst(value, lhs);
+  shareValues(env, right);
+  return { kind: 'match', span, expr: { kind: 'relational', span, op, left: typeInner(lhs), right } };
 }
 
 /** A `comment "…"` statement's text, if `n` is one. */

@@ -1,4 +1,4 @@
-import { CstParser, EOF, tokenMatcher, type CstNode, type IOrAlt, type IToken, type OrMethodOpts, type ParserMethod, type TokenType } from 'chevrotain';
+import { CstParser, EOF, tokenMatcher, type CstNode, type DSLMethodOpts, type IOrAlt, type IToken, type OrMethodOpts, type ParserMethod, type TokenType } from 'chevrotain';
 import {
   ALL_TOKENS, Amp, Assign, At, Bang, BareMeta, Caret, Colon, Comma, Dot, EqEq, FamilyKw, Gt, GtEq,
   HexColon, IPv4, KW, LBrace, LBracket, LParen, Lt, LtEq, Minus, Name, Newline, NotEq, NumberLit,
@@ -62,7 +62,6 @@ function isCommandStart(la: LA): boolean {
   return COMMAND_VERBS.has(la(1).image) && OBJECT_WORDS.has(la(2).image);
 }
 
-const SET_OPS = new Set(['add', 'update', 'delete']);
 const PATH_STOP = new Set(['handle', 'position', 'index']);
 
 /** True right after `jump {` / `goto {`: the rule ends there and an anonymous chain begins. */
@@ -101,9 +100,21 @@ function isSelectorStart(la: LA): boolean {
   }
 }
 
-class NftParser extends CstParser {
-  constructor() {
-    super(ALL_TOKENS, { maxLookahead: 1, recoveryEnabled: false, nodeLocationTracking: 'onlyOffset', skipValidations: true });
+// Options of the hottest SUBRULE/CONSUME calls, made once rather than on every call.
+const OPERAND_FULL = { ARGS: [true] as [boolean], LABEL: 'operands' };
+const OPERAND_VALUE = { ARGS: [false] as [boolean], LABEL: 'operands' };
+const OP = { LABEL: 'ops' };
+const LHS = { ARGS: [true, false] as [boolean, boolean], LABEL: 'lhs' };
+const RHS_VALUE = { ARGS: [false, true] as [boolean, boolean], LABEL: 'value' };
+const RHS_MASK = { ARGS: [false, true] as [boolean, boolean], LABEL: 'mask' };
+const REL_OP = { LABEL: 'op' };
+
+export class NftParser extends CstParser {
+  /** `validate`: run Chevrotain's grammar checks (duplicate occurrence indices, left recursion,
+   * unreachable alternatives…). They cost ~0.3 s at every start, so the shared instance skips
+   * them and a test builds a validated instance instead (test/parser/nft/nft-grammar.test.ts). */
+  constructor({ validate = false }: { validate?: boolean } = {}) {
+    super(ALL_TOKENS, { maxLookahead: 1, recoveryEnabled: false, nodeLocationTracking: 'onlyOffset', skipValidations: !validate });
     this.performSelfAnalysis();
   }
 
@@ -300,11 +311,11 @@ class NftParser extends CstParser {
         {
           ALT: () => {
             this.CONSUME(KW.typeof!, { LABEL: 'key' });
-            this.SUBRULE(this.concat, { ARGS: [true], LABEL: 'keyExpr' });
+            this.SUBRULE(this.expr, { ARGS: [true, false], LABEL: 'keyExpr' });
             this.OPTION2(() => {
               this.CONSUME1(Colon);
               this.OPTION3(() => this.CONSUME1(KW.interval!, { LABEL: 'interval' }));
-              this.SUBRULE1(this.concat, { ARGS: [true], LABEL: 'dataExpr' });
+              this.SUBRULE1(this.expr, { ARGS: [true, false], LABEL: 'dataExpr' });
             });
           },
         },
@@ -419,8 +430,11 @@ class NftParser extends CstParser {
     this.AT_LEAST_ONE({ GATE: () => !isRuleEnd(this.la(1)) && !opensBinding(this.la), DEF: () => this.SUBRULE(this.statement) });
   });
 
+  // Every statement goes through this OR, so it has no GATEs: with one, Chevrotain collects the
+  // gates into a new array and tries the alternatives one by one on every call, instead of one
+  // table lookup on the first token. `ct count over N` is read as an expression statement (the
+  // builder tells it apart); `tunnel` starts a rule of its own.
   statement = this.RULE('statement', () => {
-    const la = this.la;
     this.OR(this.c.statement ??= {
       IGNORE_AMBIGUITIES: true,
       MAX_LOOKAHEAD: 1,
@@ -440,11 +454,10 @@ class NftParser extends CstParser {
         { ALT: () => this.SUBRULE(this.synproxyStmt) },
         { ALT: () => this.SUBRULE(this.flowStmt) },
         { ALT: () => this.SUBRULE(this.xtStmt) },
-        { GATE: () => tokenMatcher(la(2), At) && SET_OPS.has(la(1).image), ALT: () => this.SUBRULE(this.setOpStmt) },
+        { ALT: () => this.SUBRULE(this.setOpStmt) },
         { ALT: () => this.SUBRULE(this.resetStmt) },
         { ALT: () => this.SUBRULE(this.commentStmt) },
-        { GATE: () => la(2).image === 'name', ALT: () => this.SUBRULE(this.tunnelStmt) },
-        { GATE: () => la(1).image === 'ct' && la(2).image === 'count', ALT: () => this.SUBRULE(this.ctCountStmt) },
+        { ALT: () => this.SUBRULE(this.tunnelStmt) },
         { ALT: () => this.SUBRULE(this.exprStmt) },
       ],
     });
@@ -759,7 +772,11 @@ class NftParser extends CstParser {
   });
 
   setOpStmt = this.RULE('setOpStmt', () => {
-    this.CONSUME(Name, { LABEL: 'op' });
+    this.OR([
+      { ALT: () => this.CONSUME(KW.add!, { LABEL: 'op' }) },
+      { ALT: () => this.CONSUME(KW.update!, { LABEL: 'op' }) },
+      { ALT: () => this.CONSUME(KW.delete!, { LABEL: 'op' }) },
+    ]);
     this.CONSUME(At);
     this.SUBRULE(this.nameTok, { LABEL: 'name' });
     this.CONSUME(LBrace);
@@ -777,23 +794,36 @@ class NftParser extends CstParser {
     this.CONSUME(StringLit, { LABEL: 'text' });
   });
 
+  private relOpAlts(): IOrAlt<unknown>[] {
+    return [EqEq, NotEq, LtEq, GtEq, Lt, Gt, Bang, RelWord].map((op) => ({ ALT: () => this.CONSUME(op, REL_OP) }));
+  }
+
+  /** `tunnel name EXPR` (an object reference) or 1.1.x tunnel metadata (`tunnel path exists`),
+   * which nftsim keeps as unsupported. */
   tunnelStmt = this.RULE('tunnelStmt', () => {
     this.CONSUME(KW.tunnel!);
-    this.CONSUME(KW.name!);
-    this.SUBRULE(this.expr, { ARGS: [true, false], LABEL: 'ref' });
-  });
-
-  ctCountStmt = this.RULE('ctCountStmt', () => {
-    this.CONSUME(KW.ct!);
-    this.CONSUME(KW.count!);
-    this.OPTION(() => this.CONSUME(KW.over!, { LABEL: 'over' }));
-    this.CONSUME(NumberLit, { LABEL: 'count' });
+    // `name` is also a word: the object reference wins, as in nft.
+    this.OR({ IGNORE_AMBIGUITIES: true, DEF: [
+      {
+        ALT: () => {
+          this.CONSUME(KW.name!);
+          this.SUBRULE(this.expr, { ARGS: [true, false], LABEL: 'ref' });
+        },
+      },
+      {
+        ALT: () => {
+          this.CONSUME(Name, { LABEL: 'key' });
+          this.OPTION(() => this.OR1(this.c.relOp ??= this.relOpAlts()));
+          this.SUBRULE1(this.expr, { ARGS: [false, true], LABEL: 'value' });
+        },
+      },
+    ] });
   });
 
   /** A match (`tcp dport 22`, `ct mark & 0xff == 0x1`), a mangle (`meta mark set 0x1`) or a
    * verdict-map lookup (`tcp dport vmap @ports`). */
   exprStmt = this.RULE('exprStmt', () => {
-    this.SUBRULE(this.expr, { ARGS: [true, false], LABEL: 'lhs' });
+    this.SUBRULE(this.expr, LHS);
     this.OR(this.c.exprStmt ??= {
       IGNORE_AMBIGUITIES: true,
       MAX_LOOKAHEAD: 1,
@@ -811,36 +841,25 @@ class NftParser extends CstParser {
           },
         },
         {
+          // `ct count over N` (connlimit; `ct count N` reads as a relational).
           ALT: () => {
-            this.SUBRULE(this.relOp);
-            this.SUBRULE(this.rhs, { LABEL: 'rhs' });
+            this.CONSUME(KW.over!, { LABEL: 'over' });
+            this.CONSUME(NumberLit, { LABEL: 'count' });
           },
         },
-        { ALT: () => this.SUBRULE1(this.rhs, { LABEL: 'rhs' }) },
+        {
+          // A relational: values only on the right, with flag lists and the 1.0.x bitmask form
+          // `syn / syn,ack`. Inline rather than sub-rules: this is every match statement.
+          ALT: () => {
+            this.OPTION(() => this.OR1(this.c.relOp ??= this.relOpAlts()));
+            this.SUBRULE2(this.expr, RHS_VALUE);
+            this.OPTION1(() => {
+              this.CONSUME(Slash);
+              this.SUBRULE3(this.expr, RHS_MASK);
+            });
+          },
+        },
       ],
-    });
-  });
-
-  relOp = this.RULE('relOp', () => {
-    this.OR(this.c.relOp ??= [
-      { ALT: () => this.CONSUME(EqEq, { LABEL: 'op' }) },
-      { ALT: () => this.CONSUME(NotEq, { LABEL: 'op' }) },
-      { ALT: () => this.CONSUME(LtEq, { LABEL: 'op' }) },
-      { ALT: () => this.CONSUME(GtEq, { LABEL: 'op' }) },
-      { ALT: () => this.CONSUME(Lt, { LABEL: 'op' }) },
-      { ALT: () => this.CONSUME(Gt, { LABEL: 'op' }) },
-      { ALT: () => this.CONSUME(Bang, { LABEL: 'op' }) },
-      { ALT: () => this.CONSUME(RelWord, { LABEL: 'op' }) },
-    ]);
-  });
-
-  /** A relational right-hand side: values only, with flag lists and the 1.0.x bitmask form
-   * `syn / syn,ack`. */
-  rhs = this.RULE('rhs', () => {
-    this.SUBRULE(this.expr, { ARGS: [false, true], LABEL: 'value' });
-    this.OPTION(() => {
-      this.CONSUME(Slash);
-      this.SUBRULE1(this.expr, { ARGS: [false, true], LABEL: 'mask' });
     });
   });
 
@@ -848,25 +867,63 @@ class NftParser extends CstParser {
   // Expressions. `full` allows selectors (`ip saddr`) as operands; relational right-hand sides
   // and set elements are values only, so a keyword there is a symbol (`meta l4proto tcp`).
 
-  /** A comma list (`established,related`) when `comma`, else one expression. */
+  /** One expression as a flat list of operands and the operators between them, in source order:
+   * `/` + length (prefix), `-` (range), `|` `^` `&` `<<` `>>` and their words, `.` (concat),
+   * `map` + target, and `,` (flag list, when `comma`). The builder applies nft's precedence in
+   * that order, tightest first (src/parser_bison.y: prefix_rhs_expr, range_rhs_expr, shift_expr …
+   * concat_expr, map_expr, list_rhs_expr). One rule instead of one per level: an operand used to
+   * cost six nested rule calls and CST nodes, and this is the parser's hottest path. */
   expr = this.argRule('expr', (full: boolean, comma: boolean) => {
-    this.SUBRULE(this.mapExpr, { ARGS: [full], LABEL: 'items' });
-    this.MANY({
-      GATE: () => comma,
-      DEF: () => {
-        this.CONSUME(Comma);
-        this.SUBRULE1(this.mapExpr, { ARGS: [full], LABEL: 'items' });
-      },
-    });
+    // The cached closures below read the mode from fields; saved and restored around the body
+    // because an operand may hold a nested expression (`(a | b)`, `[…]`).
+    const outerFull = this.exprFull;
+    const outerComma = this.exprComma;
+    this.exprFull = full;
+    this.exprComma = comma;
+    this.SUBRULE(this.atom, full ? OPERAND_FULL : OPERAND_VALUE);
+    this.MANY(this.exprMany ??= { GATE: () => this.continuesExpr(), DEF: () => this.OR1(this.c.exprOps ??= this.exprOpAlts()) });
+    this.exprFull = outerFull;
+    this.exprComma = outerComma;
   });
 
-  mapExpr = this.argRule('mapExpr', (full: boolean) => {
-    this.SUBRULE(this.concat, { ARGS: [full], LABEL: 'key' });
-    this.OPTION(() => {
-      this.CONSUME(KW.map!);
-      this.SUBRULE(this.mapTarget);
-    });
-  });
+  private exprMany: DSLMethodOpts<unknown> | undefined;
+  private exprFull = true;
+  private exprComma = false;
+
+  /** After an operand: `,` only in comma mode, `/` only before a prefix length (else it is the
+   * `value / mask` of a relational right-hand side). */
+  private continuesExpr(): boolean {
+    const t = this.LA(1);
+    if (tokenMatcher(t, Comma)) return this.exprComma;
+    if (tokenMatcher(t, Slash)) return tokenMatcher(this.LA(2), NumberLit);
+    return true;
+  }
+
+  private exprOpAlts(): IOrAlt<unknown>[] {
+    const binary = [Minus, Dot, Comma, Pipe, KW.or!, Caret, KW.xor!, Amp, KW.and!, Shl, Shr, KW.lshift!, KW.rshift!].map((op) => ({
+      ALT: () => this.CONSUME(op, OP),
+    }));
+    return [
+      {
+        ALT: () => {
+          this.CONSUME(Slash, OP);
+          this.CONSUME(NumberLit, { LABEL: 'lengths' });
+        },
+      },
+      {
+        ALT: () => {
+          this.CONSUME(KW.map!, OP);
+          this.SUBRULE(this.mapTarget, { LABEL: 'targets' });
+        },
+      },
+      {
+        ALT: () => {
+          this.OR2(binary);
+          this.SUBRULE1(this.atom, this.exprFull ? OPERAND_FULL : OPERAND_VALUE);
+        },
+      },
+    ];
+  }
 
   mapTarget = this.RULE('mapTarget', () => {
     this.OR([
@@ -879,59 +936,6 @@ class NftParser extends CstParser {
       },
       { ALT: () => this.CONSUME(Variable, { LABEL: 'variable' }) },
     ]);
-  });
-
-  concat = this.argRule('concat', (full: boolean) => {
-    this.SUBRULE(this.binExpr, { ARGS: [full], LABEL: 'parts' });
-    this.MANY(() => {
-      this.CONSUME(Dot);
-      this.SUBRULE1(this.binExpr, { ARGS: [full], LABEL: 'parts' });
-    });
-  });
-
-  /** Operands joined by bitwise and shift operators, flat: the builder applies nft's
-   * precedence (`<<`/`>>`, then `&`, `^`, `|`; src/parser_bison.y). One rule instead of one per
-   * precedence level keeps the parser's call depth and CST small. */
-  binExpr = this.argRule('binExpr', (full: boolean) => {
-    this.SUBRULE(this.operand, { ARGS: [full], LABEL: 'operands' });
-    this.MANY(() => {
-      this.OR(this.c.binExpr ??= [
-        { ALT: () => this.CONSUME(Pipe, { LABEL: 'ops' }) },
-        { ALT: () => this.CONSUME(KW.or!, { LABEL: 'ops' }) },
-        { ALT: () => this.CONSUME(Caret, { LABEL: 'ops' }) },
-        { ALT: () => this.CONSUME(KW.xor!, { LABEL: 'ops' }) },
-        { ALT: () => this.CONSUME(Amp, { LABEL: 'ops' }) },
-        { ALT: () => this.CONSUME(KW.and!, { LABEL: 'ops' }) },
-        { ALT: () => this.CONSUME(Shl, { LABEL: 'ops' }) },
-        { ALT: () => this.CONSUME(Shr, { LABEL: 'ops' }) },
-        { ALT: () => this.CONSUME(KW.lshift!, { LABEL: 'ops' }) },
-        { ALT: () => this.CONSUME(KW.rshift!, { LABEL: 'ops' }) },
-      ]);
-      this.SUBRULE1(this.operand, { ARGS: [full], LABEL: 'operands' });
-    });
-  });
-
-  /** An atom with an optional prefix length and range end: `10.0.0.0/8`, `1-1023`. */
-  operand = this.argRule('operand', (full: boolean) => {
-    this.SUBRULE(this.atom, { ARGS: [full], LABEL: 'low' });
-    this.OPTION({
-      GATE: () => tokenMatcher(this.la(2), NumberLit),
-      DEF: () => {
-        this.CONSUME(Slash);
-        this.CONSUME(NumberLit, { LABEL: 'lowLength' });
-      },
-    });
-    this.OPTION1(() => {
-      this.CONSUME(Minus);
-      this.SUBRULE1(this.atom, { ARGS: [full], LABEL: 'high' });
-      this.OPTION2({
-        GATE: () => tokenMatcher(this.la(2), NumberLit),
-        DEF: () => {
-          this.CONSUME1(Slash);
-          this.CONSUME1(NumberLit, { LABEL: 'highLength' });
-        },
-      });
-    });
   });
 
   atom = this.argRule('atom', (full: boolean) => {
@@ -1020,11 +1024,11 @@ class NftParser extends CstParser {
   });
 
   element = this.argRule('element', (full: boolean) => {
-    this.SUBRULE(this.concat, { ARGS: [full], LABEL: 'key' });
+    this.SUBRULE(this.expr, { ARGS: [full, false], LABEL: 'key' });
     this.MANY(() => this.SUBRULE(this.elementOption, { LABEL: 'keyOptions' }));
     this.OPTION(() => {
       this.CONSUME(Colon);
-      this.SUBRULE1(this.concat, { ARGS: [full], LABEL: 'data' });
+      this.SUBRULE1(this.expr, { ARGS: [full, false], LABEL: 'data' });
       this.MANY1(() => this.SUBRULE1(this.elementOption, { LABEL: 'dataOptions' }));
     });
   });
@@ -1178,7 +1182,7 @@ class NftParser extends CstParser {
       {
         ALT: () => {
           this.CONSUME(KW.jhash!, { LABEL: 'head' });
-          this.SUBRULE(this.concat, { ARGS: [true], LABEL: 'expr' });
+          this.SUBRULE(this.expr, { ARGS: [true, false], LABEL: 'expr' });
         },
       },
       { ALT: () => this.CONSUME(KW.symhash!, { LABEL: 'head' }) },

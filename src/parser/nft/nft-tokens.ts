@@ -119,6 +119,8 @@ function matchHexColon(text: string, offset: number): RegExpExecArray | null {
   // A trailing single colon belongs to what follows (`ff:ff :` never happens, but `1.2.3.4:` does).
   if (text.charCodeAt(end - 1) === 58 && text.charCodeAt(end - 2) !== 58) end--;
   if (text.charCodeAt(end - 1) === 46) end--;
+  // Nothing left (`::8al`): an empty match would make the lexer loop forever at this offset.
+  if (end <= offset) return null;
   return [text.slice(offset, end)] as unknown as RegExpExecArray;
 }
 
@@ -229,7 +231,21 @@ export const KW: Readonly<Record<string, TokenType>> = Object.fromEntries(
   ]),
 );
 
-const KEYWORD_BY_WORD = new Map<string, TokenType>(Object.entries(KW));
+// Header fields, keys and values that are not keywords but fill every line of a listing
+// (nftables src/proto.c, src/meta.c, src/ct.c templates; kube-proxy and iptables-nft output).
+const COMMON_WORDS = [
+  'saddr', 'daddr', 'sport', 'l4proto', 'nexthdr', 'state', 'status', 'length', 'code', 'id',
+  'hoplimit', 'dscp', 'ecn', 'checksum', 'sequence', 'ackseq', 'window', 'new', 'established',
+  'related', 'invalid', 'untracked', 'local', 'unicast', 'multicast', 'broadcast', 'lo', 'syn',
+  'ack', 'fin', 'rst', 'echo-request', 'echo-reply', 'nfproto', 'ipv4', 'ipv6', 'iptables',
+];
+
+/** Every keyword and common word: its one shared string (token images are fresh copies, and a
+ * 17 MB listing has ~2M of them, many kept in the model) and its keyword type, if any. */
+const WORDS = new Map<string, { readonly text: string; readonly type?: TokenType }>([
+  ...COMMON_WORDS.map((w) => [w, { text: w }] as const),
+  ...Object.entries(KW).map(([w, type]) => [w, { text: w, type }] as const),
+]);
 
 // Order matters: the first pattern that matches wins, so addresses come before numbers and
 // two-character operators before their one-character prefixes.
@@ -244,19 +260,25 @@ export const ALL_TOKENS: TokenType[] = [
   Name, StmtStart, PropStart, FamilyKw, SelectorHead, RelWord, PayloadHead, BareMeta, ...LEXED_TOKENS, ...Object.values(KW),
 ];
 
+// `ensureOptimizations`: Chevrotain fails loudly instead of silently trying every pattern at
+// every position. (Offset-only tracking was measured: its tokens lack `endOffset`, which the CST
+// locations need, and it saved only ~2% of lexing time.)
 export const nftLexer = new Lexer(LEXED_TOKENS, {
   positionTracking: 'full',
-  ensureOptimizations: false,
+  ensureOptimizations: true,
 });
 
-/** Re-tags identifier tokens that are keywords (in place). */
+/** Re-tags identifier tokens that are keywords, and gives known words their shared string (in
+ * place). */
 export function retypeKeywords(tokens: IToken[]): void {
   for (const token of tokens) {
     if (token.tokenType !== Identifier) continue;
-    const kw = KEYWORD_BY_WORD.get(token.image);
-    if (kw) {
-      token.tokenType = kw;
-      token.tokenTypeIdx = kw.tokenTypeIdx as number;
+    const word = WORDS.get(token.image);
+    if (word === undefined) continue;
+    token.image = word.text;
+    if (word.type) {
+      token.tokenType = word.type;
+      token.tokenTypeIdx = word.type.tokenTypeIdx as number;
     }
   }
 }

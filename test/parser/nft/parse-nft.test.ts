@@ -211,6 +211,20 @@ describe('parseNft', () => {
     expect([el.timeout, el.expires, el.comment, el.stmts?.map((s) => s.kind)]).toEqual(['30s', '29s', 'c', ['counter']]);
   });
 
+  // Found by the fuzz property: a colon run the hex-colon token ends up empty on made the lexer
+  // loop forever.
+  it.each(['::8al.', 'y"}::8al.'])('reports %j instead of hanging', (text) => {
+    expect(errors(text).length).toBeGreaterThan(0);
+  });
+
+  it.each([
+    ['ct count over 10 drop', ['unsupported(ct count over 10)', 'verdict']],
+    ['tunnel name ip saddr map { 10.0.0.1 : "t" } counter', ['objref', 'counter']],
+    ['add @s { ip saddr } accept', ['set-op', 'verdict']],
+  ])('tells statements apart by the word after the first: %s', (text, expected) => {
+    expect(body(text).stmts.map((s) => (s.kind === 'unsupported' ? show(s) : s.kind))).toEqual(expected);
+  });
+
   it('keeps raw comments with embedded quotes', () => {
     const r = parseNft('table ip t {\n\tchain c {\n\t\taccept comment "say "hi"\\there" # handle 9\n\t}\n}\n');
     const rule = chainOf(r.ruleset, 'c').rules[0]!;
