@@ -1,6 +1,7 @@
 import type { JsonNode as Node } from './parse-json-tree.js';
 import type { Span } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
+import { LineIndex } from '../../model/line-index.js';
 
 /** Thrown by the readers when a JSON value has a shape nft never writes there; caught at the
  * nearest statement or top-level object, which then becomes an `unsupported` node with a
@@ -19,38 +20,20 @@ export class UnsupportedJson extends Error {
  * so far. */
 export class JsonSource {
   readonly diagnostics: Diagnostic[] = [];
-  private readonly lineStarts: number[] = [0];
+  private readonly lines: LineIndex;
   /** The line of the last span: spans are asked for mostly in text order, so the next one is
    * usually on that line or a few after it. */
-  private lastLine = 0;
 
   constructor(
     readonly file: string,
     readonly text: string,
   ) {
-    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) this.lineStarts.push(i + 1);
+    this.lines = new LineIndex(text);
   }
 
   spanAt(start: number, end: number): Span {
-    const starts = this.lineStarts;
-    let line = this.lastLine;
-    if (starts[line]! <= start && (line + 1 === starts.length || start < starts[line + 1]!)) {
-      // Same line as the last span.
-    } else if (starts[line]! <= start && (line + 2 === starts.length || start < starts[line + 2]!)) {
-      line++;
-    } else {
-      // Binary search for the last line start at or before `start`.
-      let lo = 0;
-      let hi = starts.length - 1;
-      while (lo < hi) {
-        const mid = (lo + hi + 1) >> 1;
-        if (starts[mid]! <= start) lo = mid;
-        else hi = mid - 1;
-      }
-      line = lo;
-    }
-    this.lastLine = line;
-    return { file: this.file, start, end, line: line + 1, column: start - starts[line]! + 1 };
+    const line = this.lines.lineOf(start);
+    return { file: this.file, start, end, line: line + 1, column: start - this.lines.startOf(line) + 1 };
   }
 
   span(node: Node): Span {

@@ -4,6 +4,7 @@ import type {
   Priority, Rule, Ruleset, Span, StatefulObject, Stmt, Table, Value,
 } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
+import { LineIndex } from '../../model/line-index.js';
 import { datatypeNamed, datatypeOf, typeSetElement, type Datatype } from '../../model/datatypes.js';
 import { resolvePriorityName } from '../../model/priorities.js';
 import {
@@ -91,7 +92,7 @@ const OBJECT_KINDS = new Set(['counter', 'quota', 'limit', 'secmark', 'synproxy'
 
 export class NftAstBuilder implements ExprEnv {
   readonly diagnostics: Diagnostic[];
-  pos: ChunkPos = { file: '<input>', text: '', base: 0, baseLine: 1, lineStarts: [0] };
+  pos: ChunkPos = { file: '<input>', text: '', base: 0, baseLine: 1, lines: new LineIndex('') };
   /** Handles by chunk-local line (`# handle N` comments). */
   handles = new Map<number, number>();
   private readonly tables = new Map<string, TableB>();

@@ -3,6 +3,7 @@ import type {
   ElementExpr, Expr, Literal, SetLiteral, SetRef, Span, Stmt, Value, VerdictName,
 } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
+import type { LineIndex } from '../../model/line-index.js';
 
 // CST → AST for expressions (selectors, values, sets) and the small helpers the statement and
 // item builders share. Spans are computed from chunk-local CST locations plus the chunk's base.
@@ -14,7 +15,7 @@ export interface ChunkPos {
   readonly base: number;
   readonly baseLine: number;
   /** Chunk-local offsets where its lines start. */
-  readonly lineStarts: readonly number[];
+  readonly lines: LineIndex;
 }
 
 /** What expression building needs from the surrounding builder. */
@@ -73,7 +74,7 @@ export function spanAt(pos: ChunkPos, start: number, last: number): Span {
     start: (pos.base + start) | 0,
     end: (pos.base + last + 1) | 0,
     line: (pos.baseLine + line) | 0,
-    column: (start - pos.lineStarts[line]! + 1) | 0,
+    column: (start - pos.lines.startOf(line) + 1) | 0,
   };
 }
 
@@ -96,33 +97,9 @@ export function endLineOf(pos: ChunkPos, n: CstNode): number {
   return lineIndexOf(pos, loc.endOffset! >= 0 ? loc.endOffset! | 0 : loc.startOffset | 0) + 1;
 }
 
-// Spans are mostly made in text order, so the line found last is tried before searching.
-let lastStarts: readonly number[] = [];
-let lastLine = 0;
-
 /** 0-based line of a chunk-local offset. */
 export function lineIndexOf(pos: ChunkPos, offset: number): number {
-  const starts = pos.lineStarts;
-  if (starts === lastStarts && starts[lastLine]! <= offset && (lastLine + 1 >= starts.length || offset < starts[lastLine + 1]!)) {
-    return lastLine;
-  }
-  let lo = 0;
-  let hi = starts.length - 1;
-  while (lo < hi) {
-    const mid = (lo + hi + 1) >> 1;
-    if (starts[mid]! <= offset) lo = mid;
-    else hi = mid - 1;
-  }
-  lastStarts = starts;
-  lastLine = lo;
-  return lo;
-}
-
-/** Offsets where the lines of `text` start. */
-export function lineStartsOf(text: string): number[] {
-  const starts = [0];
-  for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) starts.push(i + 1);
-  return starts;
+  return pos.lines.lineOf(offset);
 }
 
 export function spanOfToken(pos: ChunkPos, t: IToken): Span {

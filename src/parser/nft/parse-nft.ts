@@ -4,7 +4,8 @@ import type { Rule, Span } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
 import type { ParseOptions, ParseResult } from '../parse-result.js';
 import { NftAstBuilder } from './build-nft-ast.js';
-import { lineIndexOf, lineStartsOf, spanAt, spanOfToken } from './build-nft-expr.js';
+import { LineIndex } from '../../model/line-index.js';
+import { lineIndexOf, spanAt, spanOfToken } from './build-nft-expr.js';
 import { blockBraceAt, nftParser } from './nft-grammar.js';
 import { LBrace, Newline, nftLexer, RBrace, retypeKeywords, Semicolon } from './nft-tokens.js';
 import { splitNftChunks } from './split-nft-chunks.js';
@@ -35,7 +36,7 @@ export function parseNft(text: string, options: ParseOptions = {}): ParseResult 
         text: chunkText,
         base: chunk.start,
         baseLine: chunk.line,
-        lineStarts: lineStartsOf(chunkText),
+        lines: new LineIndex(chunkText),
       });
     }
     including.pop();
@@ -73,7 +74,7 @@ export function parseNft(text: string, options: ParseOptions = {}): ParseResult 
 export function parseNftRuleBody(text: string, options: ParseOptions = {}): { rule?: Rule; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
   const builder = new NftAstBuilder(diagnostics);
-  builder.pos = { file: options.file ?? '<input>', text, base: 0, baseLine: 1, lineStarts: lineStartsOf(text) };
+  builder.pos = { file: options.file ?? '<input>', text, base: 0, baseLine: 1, lines: new LineIndex(text) };
   const tokens = lexChunk(builder, diagnostics);
   nftParser.input = tokens;
   const cst = nftParser.rule();
