@@ -22,7 +22,7 @@ import type {
   XtOption,
 } from './ast.js';
 import type { Diagnostic } from './diagnostic.js';
-import { readIptablesRejectWith, typeAgainst, typeInner, typeLiteral, typeWith, type Datatype } from './datatypes.js';
+import { datatypeSymbols, readIptablesRejectWith, typeAgainst, typeInner, typeLiteral, typeWith, type Datatype } from './datatypes.js';
 import { formatRule } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
 import type { AddressSpec, NatRange } from './xt-option.js';
@@ -327,9 +327,35 @@ export function lowerRule(rule: IptablesRule, family: 'ip' | 'ip6', span: Span, 
 
 const L4_PORT_MATCHES = new Set(['tcp', 'udp', 'udplite', 'sctp', 'dccp']);
 
+/** The options of the port matches the lowering translates (sctp chunk types, dccp types and
+ * the like keep the match an xt extension). */
+function isLowerablePortOption(o: IptablesOption): boolean {
+  switch (o.name) {
+    case 'sport':
+    case 'dport':
+      return o.value.type === 'range';
+    case 'tcp-option':
+      return o.value.type === 'number';
+    case 'tcp-flags':
+      return o.value.type === 'tcp-flags';
+    default:
+      return o.name === 'syn';
+  }
+}
+
+/** True for a match iptables-nft 1.8.9 adds as native payload expressions, not an xt match. */
+function isNativePortMatch(m: IptablesMatch): boolean {
+  return (m.name === 'tcp' || m.name === 'udp') && !m.options.some((o) => o.name === 'tcp-option');
+}
+
 class RuleLowering {
   private readonly stmts: Stmt[] = [];
   private comment: string | undefined;
+  /** The `meta l4proto` match nft 1.0.6 leaves out of its listing as the implicit dependency
+   * of the next transport header match, while it still can: only native expression matches
+   * may come between (netlink_delinearize.c rule_parse_postprocess forgets the dependency at
+   * any other statement, such as an xt match). */
+  private dependency: { readonly stmt: Stmt; readonly protocol: string } | undefined;
 
   constructor(
     private readonly rule: IptablesRule,
@@ -341,22 +367,24 @@ class RuleLowering {
   lower(source: AddressSpec | undefined, destination: AddressSpec | undefined): Rule {
     const r = this.rule;
     const ipProto = this.family === 'ip' ? 'ip' : 'ip6';
-    // Order of nft_ipv4_xlate / nft_ipv6_xlate (iptables/nft-ipv4.c, nft-ipv6.c).
+    // The base matches come first, in the order nft_ipv4_add / nft_ipv6_add (iptables 1.8.9
+    // iptables/nft-ipv4.c, nft-ipv6.c) add them: in-interface, out-interface, protocol, source,
+    // destination, fragment; then each -m match in order. The protocol is `meta l4proto` in
+    // both families (add_l4proto), never `ip protocol` as iptables-translate writes it.
     if (r.inInterface) this.interface('iifname', r.inInterface);
     if (r.outInterface) this.interface('oifname', r.outInterface);
+    const protocol = r.protocol;
+    if (protocol && protocol.number !== 0) {
+      const name = protocol.number !== undefined ? protocolName(protocol.number) : protocol.name;
+      this.match(protocol.span, meta(protocol.span, 'l4proto'), protocol.negated ? '!=' : 'implicit', lit(protocol.span, name));
+      if (!protocol.negated) this.dependency = { stmt: this.stmts[this.stmts.length - 1]!, protocol: name };
+    }
+    if (source && r.source) this.address(r.source, source, payload(r.source.span, ipProto, 'saddr'));
+    if (destination && r.destination) this.address(r.destination, destination, payload(r.destination.span, ipProto, 'daddr'));
     if (r.fragment) {
       const frag: Expr = binop(r.fragment.span, '&', payload(r.fragment.span, 'ip', 'frag-off'), lit(r.fragment.span, '0x1fff'));
       this.match(r.fragment.span, frag, r.fragment.negated ? '==' : '!=', lit(r.fragment.span, '0'));
     }
-    const protocol = r.protocol;
-    // iptables-translate leaves the protocol out when a match of the same name carries it.
-    const pname = protocol?.number !== undefined ? protocolName(protocol.number) : protocol?.name;
-    if (protocol && protocol.number !== 0 && !r.matches.some((m) => m.name === pname || (m.name === 'icmp6' && protocol.number === 58))) {
-      const left = this.family === 'ip' ? payload(protocol.span, 'ip', 'protocol') : meta(protocol.span, 'l4proto');
-      this.match(protocol.span, left, protocol.negated ? '!=' : 'implicit', lit(protocol.span, pname ?? protocol.name));
-    }
-    if (source && r.source) this.address(r.source, source, payload(r.source.span, ipProto, 'saddr'));
-    if (destination && r.destination) this.address(r.destination, destination, payload(r.destination.span, ipProto, 'daddr'));
     for (const m of r.matches) this.lowerMatch(m);
     this.stmts.push({ kind: 'counter', span: r.counters?.span ?? this.span, packets: r.counters?.packets ?? 0, bytes: r.counters?.bytes ?? 0 });
     if (r.target) this.lowerTarget(r.target);
@@ -420,6 +448,9 @@ class RuleLowering {
   // --- matches ------------------------------------------------------------------------------
 
   private lowerMatch(m: IptablesMatch): void {
+    // Only native expression matches keep the protocol dependency (see `dependency`): the mark
+    // match (nft.c add_nft_mark) and tcp/udp, which handle it themselves.
+    if (m.name !== 'mark' && !isNativePortMatch(m)) this.dependency = undefined;
     if (!m.known || m.options.some((o) => o.value.type === 'raw')) {
       this.unsupported(m.span, `match "${m.name}"`);
       this.xt('match', m.span, m.name, m.options);
@@ -432,28 +463,43 @@ class RuleLowering {
     }
   }
 
+  /** tcp, udp, udplite, sctp and dccp. iptables-nft 1.8.9 adds tcp and udp as native payload
+   * matches (nft.c add_nft_tcp, add_nft_udp: flags, then ports, a port range starting at 0 as
+   * `<=`), tcp with --tcp-option as an xt match; the others are xt matches nft lists through
+   * their xlate (ports first, every range as a range). */
   ports(m: IptablesMatch): boolean {
+    if (!m.options.every(isLowerablePortOption)) return false;
     const before = this.stmts.length;
-    // tcp_xlate and friends print the source port first.
+    const native = isNativePortMatch(m);
+    if (native) for (const o of m.options) this.tcpFlagsOption(o);
+    // The source port first, as both orders do.
     const ports = m.options.filter((o) => o.name === 'sport').concat(m.options.filter((o) => o.name === 'dport'));
     for (const o of ports) {
-      if ((o.name === 'sport' || o.name === 'dport') && o.value.type === 'range') {
-        // The full range matches every packet of the protocol: iptables-translate drops it.
-        if (o.value.from === 0 && o.value.to === 65535 && !o.negated) continue;
-        this.match(o.span, payload(o.span, m.name, o.name), o.negated ? '!=' : 'implicit', rangeLiteral(o.span, o.value.from, o.value.to));
-      }
+      if (o.value.type !== 'range') continue;
+      const { from, to } = o.value;
+      const left = payload(o.span, m.name, o.name);
+      // The full range of tcp or udp matches every packet of the protocol: iptables-nft adds
+      // nothing for it (and tcp_xlate prints nothing).
+      if ((m.name === 'tcp' || m.name === 'udp') && from === 0 && to === 65535 && !o.negated) continue;
+      if (native && from === 0 && to !== 0) this.match(o.span, left, o.negated ? '>' : '<=', lit(o.span, String(to)));
+      else this.match(o.span, left, o.negated ? '!=' : 'implicit', rangeLiteral(o.span, from, to));
     }
     for (const o of m.options) {
       if (o.name === 'tcp-option' && o.value.type === 'number') {
         this.match(o.span, { kind: 'tcp-option', span: o.span, option: String(o.value.n) }, 'implicit', lit(o.span, o.negated ? 'missing' : 'exists'));
-      } else if (o.name === 'tcp-flags' && o.value.type === 'tcp-flags') {
-        this.tcpFlags(o, o.value.mask, o.value.compare);
-      } else if (o.name === 'syn') {
-        this.tcpFlags(o, ['FIN', 'SYN', 'RST', 'ACK'], ['SYN']);
-      } else if (o.name !== 'sport' && o.name !== 'dport') return false;
+      } else if (!native) this.tcpFlagsOption(o);
     }
-    if (this.stmts.length === before) this.match(m.span, meta(m.span, 'l4proto'), 'implicit', lit(m.span, m.name));
+    // A native match with nothing to test is an empty xt match in the kernel (a blank in nft's
+    // listing), which ends the protocol dependency like any xt match.
+    const dependency = this.dependency;
+    this.dependency = undefined;
+    if (native && this.stmts.length > before && dependency?.protocol === m.name) this.stmts.splice(this.stmts.indexOf(dependency.stmt), 1);
     return true;
+  }
+
+  private tcpFlagsOption(o: IptablesOption): void {
+    if (o.name === 'tcp-flags' && o.value.type === 'tcp-flags') this.tcpFlags(o, o.value.mask, o.value.compare);
+    else if (o.name === 'syn') this.tcpFlags(o, ['FIN', 'SYN', 'RST', 'ACK'], ['SYN']);
   }
 
   private tcpFlags(o: IptablesOption, mask: readonly string[], compare: readonly string[]): void {
@@ -552,11 +598,22 @@ class RuleLowering {
     const protocol = this.rule.protocol;
     const pname = protocol?.number !== undefined ? protocolName(protocol.number) : protocol?.name;
     if (!protocol || protocol.negated || pname === undefined || !L4_PORT_MATCHES.has(pname)) return false;
+    if (m.options.some((o) => o.value.type !== 'ranges')) return false;
     for (const o of m.options) {
-      if (o.name === 'ports' || o.value.type !== 'ranges') return false;
+      if (o.value.type !== 'ranges') continue;
+      const set = (keys: readonly Expr[]): Expr =>
+        keys.length === 1 ? keys[0]! : { kind: 'set', span: o.span, elements: keys.map((key) => ({ kind: 'element', span: o.span, key })) };
       const ranges = o.value.items.map((r) => rangeLiteral(o.span, r.from, r.to));
-      const right: Expr = ranges.length === 1 ? ranges[0]! : { kind: 'set', span: o.span, elements: ranges.map((key) => ({ kind: 'element', span: o.span, key })) };
-      this.match(o.span, payload(o.span, pname, o.name === 'sports' ? 'sport' : 'dport'), o.negated ? '!=' : 'implicit', right);
+      if (o.name === 'ports') {
+        // Either port in the list: multiport_xlate's `sport . dport` set, each port paired with
+        // any port on the other side (it prints a range's two ends as two ports; the kernel
+        // tests the range, as here).
+        const any = rangeLiteral(o.span, 0, 65535);
+        const concat = (parts: readonly Expr[]): Expr => ({ kind: 'concat', span: o.span, parts });
+        const keys = ranges.flatMap((r) => [concat([any, r]), concat([r, any])]);
+        const left = concat([payload(o.span, pname, 'sport'), payload(o.span, pname, 'dport')]);
+        this.match(o.span, left, o.negated ? '!=' : 'implicit', { kind: 'set', span: o.span, elements: keys.map((key) => ({ kind: 'element', span: o.span, key })) });
+      } else this.match(o.span, payload(o.span, pname, o.name === 'sports' ? 'sport' : 'dport'), o.negated ? '!=' : 'implicit', set(ranges));
     }
     return true;
   }
@@ -665,6 +722,43 @@ class RuleLowering {
     const left = m.name === 'ttl' ? payload(o.span, 'ip', 'ttl') : payload(o.span, 'ip6', 'hoplimit');
     const op = o.name.endsWith('-lt') ? '<' : o.name.endsWith('-gt') ? '>' : o.negated ? '!=' : 'implicit';
     this.match(o.span, left, op, lit(o.span, String(o.value.n)));
+    return true;
+  }
+
+  /** dscp_xlate (libxt_dscp.c): `ip dscp 0x2e`, `ip6 dscp`. */
+  dscp(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    const value = o === undefined || m.options.length !== 1 ? undefined : dscpValue(o);
+    if (o === undefined || value === undefined) return false;
+    this.match(o.span, payload(o.span, this.family, 'dscp'), o.negated ? '!=' : 'implicit', lit(o.span, `0x${value.toString(16).padStart(2, '0')}`));
+    return true;
+  }
+
+  /** cpu_xlate (libxt_cpu.c). */
+  cpu(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.value.type !== 'number' || m.options.length !== 1) return false;
+    this.match(o.span, meta(o.span, 'cpu', false), o.negated ? '!=' : 'implicit', lit(o.span, String(o.value.n)));
+    return true;
+  }
+
+  /** cgroup_xlate (libxt_cgroup.c): the net_cls class id; a cgroup v2 path has no nft spelling
+   * iptables-nft lists. */
+  cgroup(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.name !== 'cgroup' || o.value.type !== 'number' || m.options.length !== 1) return false;
+    this.match(o.span, meta(o.span, 'cgroup'), o.negated ? '!=' : 'implicit', lit(o.span, String(o.value.n)));
+    return true;
+  }
+
+  /** esp_xlate (libxt_esp.c), ah_xlate (libipt_ah.c, libip6t_ah.c): the SPI range; the full
+   * range tests nothing but the protocol, which ip6tables' ah (no -p needed) then tests. */
+  spi(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (m.options.length > 1 || (o !== undefined && o.value.type !== 'range')) return false;
+    if (o?.value.type === 'range' && !(o.value.from === 0 && o.value.to === 0xffffffff)) {
+      this.match(o.span, payload(o.span, m.name, 'spi'), o.negated ? '!=' : 'implicit', rangeLiteral(o.span, o.value.from, o.value.to));
+    } else if (m.name === 'ah' && this.family === 'ip6') this.match(m.span, meta(m.span, 'l4proto'), 'implicit', lit(m.span, 'ah'));
     return true;
   }
 
@@ -913,6 +1007,11 @@ const MATCH_LOWERINGS: Readonly<Record<string, MatchLowering>> = {
   mac: p.mac,
   ttl: p.ttl,
   hl: p.ttl,
+  dscp: p.dscp,
+  cpu: p.cpu,
+  cgroup: p.cgroup,
+  esp: p.spi,
+  ah: p.spi,
 };
 
 // Matches with real semantics that nft cannot express, kept as typed xt extensions for the
@@ -988,6 +1087,19 @@ const CT_STATUS_ORDER = ['EXPECTED', 'SEEN_REPLY', 'ASSURED', 'CONFIRMED'];
 // libxt_addrtype.c: types in bit order (the order iptables-translate lists them).
 const ADDR_TYPE_ORDER = ['UNSPEC', 'UNICAST', 'LOCAL', 'BROADCAST', 'ANYCAST', 'MULTICAST', 'BLACKHOLE', 'UNREACHABLE', 'PROHIBIT', 'THROW', 'NAT', 'XRESOLVE'];
 
+// The DiffServ classes iptables names (libxt_dscp_helper.c ds_classes).
+const DSCP_CLASSES: Readonly<Record<string, number>> = {
+  CS0: 0x00, CS1: 0x08, CS2: 0x10, CS3: 0x18, CS4: 0x20, CS5: 0x28, CS6: 0x30, CS7: 0x38, BE: 0x00,
+  AF11: 0x0a, AF12: 0x0c, AF13: 0x0e, AF21: 0x12, AF22: 0x14, AF23: 0x16, AF31: 0x1a, AF32: 0x1c,
+  AF33: 0x1e, AF41: 0x22, AF42: 0x24, AF43: 0x26, EF: 0x2e,
+};
+
+/** The DSCP value of a `--dscp` / `--dscp-class` (or `--set-dscp…`) option. */
+function dscpValue(o: IptablesOption): number | undefined {
+  if (o.value.type === 'number') return o.value.n <= 0x3f ? o.value.n : undefined;
+  return o.value.type === 'string' ? DSCP_CLASSES[o.value.s.toUpperCase()] : undefined;
+}
+
 // syslog levels by number (LOG --log-level 4), as nft names them.
 const LOG_LEVELS: readonly string[] = ['emerg', 'alert', 'crit', 'err', 'warn', 'notice', 'info', 'debug'];
 
@@ -1005,20 +1117,18 @@ const CT_PORT: Readonly<Record<string, readonly ['original' | 'reply', string]>>
   ctrepldstport: ['reply', 'proto-dst'],
 };
 
-// /etc/protocols names nft prints for `ip protocol` / `meta l4proto` (src/proto.c inet_protocol).
-const PROTOCOL_NAMES: Readonly<Record<number, string>> = {
-  1: 'icmp', 2: 'igmp', 4: 'ipip', 6: 'tcp', 17: 'udp', 33: 'dccp', 41: 'ipv6', 47: 'gre', 50: 'esp', 51: 'ah', 58: 'ipv6-icmp', 132: 'sctp', 136: 'udplite',
-};
+// The names nft prints for `meta l4proto` (getprotobynumber, datatypes.ts inet_proto): the
+// first name of a number; the aliases after it are input spellings.
+const PROTOCOL_NAMES: ReadonlyMap<number, string> = new Map([...datatypeSymbols('inet_proto')].reverse().map(([name, n]) => [n, name]));
+const PROTOCOL_NUMBERS: ReadonlyMap<string, number> = new Map([...datatypeSymbols('inet_proto'), ['icmpv6', 58]]);
 
 function protocolName(n: number): string {
-  return PROTOCOL_NAMES[n] ?? String(n);
+  return PROTOCOL_NAMES.get(n) ?? String(n);
 }
 
 function protocolNumber(name: string): number | undefined {
   const lower = name.toLowerCase();
-  if (/^\d+$/.test(lower)) return Number(lower);
-  for (const [n, s] of Object.entries(PROTOCOL_NAMES)) if (s === lower) return Number(n);
-  return lower === 'icmpv6' ? 58 : undefined;
+  return /^\d+$/.test(lower) ? Number(lower) : PROTOCOL_NUMBERS.get(lower);
 }
 
 // --- addresses ------------------------------------------------------------------------------

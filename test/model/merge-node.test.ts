@@ -138,9 +138,7 @@ describe('parseNode: a native rule inside a kube-proxy chain', () => {
 });
 
 describe('parseNode: the corpus captures align without native rules', () => {
-  // calico-ipip is left out: the lowering reads `-p ipencap` as protocol 94 (ipip) where
-  // iptables means 4, so its four IP-in-IP rules do not align with the listing.
-  it.each(['kube-proxy-5svc', 'docker-bridge'])('%s', (name) => {
+  it.each(['kube-proxy-5svc', 'docker-bridge', 'calico-ipip'])('%s', (name) => {
     const dir = path.join(REAL, name);
     const messages = mergeMessages(parseNode([source(dir, 'ruleset.nft'), source(dir, 'iptables.save')]).diagnostics);
     expect(messages.length).toBeGreaterThan(0);

@@ -376,12 +376,14 @@ export function parseOptionValue(spec: OptionSpec, args: readonly string[]): Par
 }
 
 // /etc/protocols numbers of the names iptables accepts after `-p` (xtables_chain_protos plus the
-// common /etc/protocols entries).
+// common /etc/protocols entries). iptables resolves a name with getprotobyname() first
+// (libxtables xtables_parse_protocol), so `ipencap` is 4 (IP-ENCAP) and `ipip` 94, as in
+// /etc/protocols; `mobility-header` is /etc/protocols' name for 135.
 const PROTOCOLS: ReadonlyMap<string, number> = new Map([
-  ['all', 0], ['icmp', 1], ['igmp', 2], ['ipip', 4], ['tcp', 6], ['egp', 8], ['udp', 17], ['ipv6', 41],
+  ['all', 0], ['icmp', 1], ['igmp', 2], ['ipip', 94], ['tcp', 6], ['egp', 8], ['udp', 17], ['ipv6', 41],
   ['ipv6-route', 43], ['ipv6-frag', 44], ['rsvp', 46], ['gre', 47], ['esp', 50], ['ah', 51],
   ['icmpv6', 58], ['ipv6-icmp', 58], ['ipv6-nonxt', 59], ['ipv6-opts', 60], ['ospf', 89], ['pim', 103],
-  ['vrrp', 112], ['l2tp', 115], ['sctp', 132], ['mh', 135], ['ipv6-mh', 135], ['udplite', 136],
+  ['vrrp', 112], ['l2tp', 115], ['sctp', 132], ['mh', 135], ['ipv6-mh', 135], ['mobility-header', 135], ['udplite', 136],
   ['dccp', 33], ['ipcomp', 108], ['ipencap', 4], ['mpls-in-ip', 137], ['ethernet', 143],
 ]);
 
