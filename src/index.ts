@@ -11,3 +11,13 @@ export type { NodeInput, MergeNodeResult, TableId } from './model/merge-node.js'
 export { mergeNode } from './model/merge-node.js';
 export { formatRuleset } from './model/format-ruleset.js';
 export { formatDiagnostic } from './report/format-diagnostic.js';
+export { simulatePacket, simulateResolved, readSimulationInput } from './sim/simulate-packet.js';
+export type { SimulateOptions, SimulationInput, SimulatePacketResult } from './sim/simulate-packet.js';
+export type { Outcome, TraceEvent, NatEvent, Loc, Disposition, SimulationResult } from './sim/outcome.js';
+export type { Host, HostInput, HostInterfaceInput, HostRouteInput, IpAddrEntry, IpRouteEntry } from './sim/host.js';
+export { readHost } from './sim/host.js';
+export type { Packet, PacketInput, CtStateName } from './sim/packet.js';
+export { readPacket } from './sim/packet.js';
+export type { InputError } from './sim/read-fields.js';
+export type { Scenario, ScenarioCase, Expectation } from './sim/scenario.js';
+export { readScenario, checkExpectation } from './sim/scenario.js';

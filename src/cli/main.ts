@@ -3,6 +3,7 @@ import { formatRuleset } from '../model/format-ruleset.js';
 import { isError } from '../model/diagnostic.js';
 import { formatDiagnostic } from '../report/format-diagnostic.js';
 import { loadInputs } from './read-inputs.js';
+import { addRunCommand } from './run-command.js';
 
 /** Exit codes (DESIGN.md): 0 ok, 1 findings or failed expectations, 2 usage or input error. */
 export const EXIT_OK = 0;
@@ -45,6 +46,8 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
       }
       io.out(opts.json ? `${JSON.stringify(ruleset, null, 2)}\n` : formatRuleset(ruleset, { handles: opts.handles }));
     });
+
+  addRunCommand(program, io, (code) => (exitCode = code));
 
   try {
     await program.parseAsync([...argv]);

@@ -1,0 +1,121 @@
+// IP addresses as the simulator computes with them: unsigned integers of 32 (IPv4) or 128 (IPv6)
+// bits, so prefixes, ranges and comparisons are plain integer operations.
+
+export type AddressFamily = 'ip' | 'ip6';
+
+export interface Address {
+  readonly family: AddressFamily;
+  readonly n: bigint;
+}
+
+/** An address with a prefix length: `10.0.0.0/8`, an interface's `192.0.2.10/24`. */
+export interface Cidr extends Address {
+  readonly prefix: number;
+}
+
+const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
+
+export function familyBits(family: AddressFamily): number {
+  return family === 'ip' ? 32 : 128;
+}
+
+function parseIpv4(text: string): bigint | undefined {
+  const m = IPV4.exec(text);
+  if (!m) return undefined;
+  let n = 0n;
+  for (let i = 1; i <= 4; i++) {
+    const octet = Number(m[i]);
+    if (octet > 255) return undefined;
+    n = (n << 8n) | BigInt(octet);
+  }
+  return n;
+}
+
+function parseIpv6(text: string): bigint | undefined {
+  if (!/^[0-9a-fA-F:.]+$/.test(text) || !text.includes(':')) return undefined;
+  const halves = text.split('::');
+  if (halves.length > 2) return undefined;
+  const groups = (half: string): number[] | undefined => {
+    if (half === '') return [];
+    const out: number[] = [];
+    const parts = half.split(':');
+    for (const [i, part] of parts.entries()) {
+      if (i === parts.length - 1 && part.includes('.')) {
+        const v4 = parseIpv4(part);
+        if (v4 === undefined) return undefined;
+        out.push(Number(v4 >> 16n), Number(v4 & 0xffffn));
+      } else if (/^[0-9a-fA-F]{1,4}$/.test(part)) out.push(parseInt(part, 16));
+      else return undefined;
+    }
+    return out;
+  };
+  const head = groups(halves[0]!);
+  const tail = halves.length === 2 ? groups(halves[1]!) : [];
+  if (!head || !tail) return undefined;
+  const missing = 8 - head.length - tail.length;
+  if (halves.length === 2 ? missing < 1 : missing !== 0) return undefined;
+  let n = 0n;
+  for (const g of [...head, ...new Array<number>(missing).fill(0), ...tail]) n = (n << 16n) | BigInt(g);
+  return n;
+}
+
+/** Reads `192.0.2.1` or `2001:db8::1`; undefined when it is neither. */
+export function parseAddress(text: string): Address | undefined {
+  const v4 = parseIpv4(text);
+  if (v4 !== undefined) return { family: 'ip', n: v4 };
+  const v6 = parseIpv6(text);
+  if (v6 !== undefined) return { family: 'ip6', n: v6 };
+  return undefined;
+}
+
+/** Reads `10.0.0.0/8`, `2001:db8::/32`, or a bare address (full-length prefix). */
+export function parseCidr(text: string): Cidr | undefined {
+  const slash = text.indexOf('/');
+  const address = parseAddress(slash < 0 ? text : text.slice(0, slash));
+  if (!address) return undefined;
+  const bits = familyBits(address.family);
+  if (slash < 0) return { ...address, prefix: bits };
+  const lengthText = text.slice(slash + 1);
+  if (!/^\d{1,3}$/.test(lengthText)) return undefined;
+  const prefix = Number(lengthText);
+  if (prefix > bits) return undefined;
+  return { ...address, prefix };
+}
+
+export function prefixMask(bits: number, prefix: number): bigint {
+  return prefix === 0 ? 0n : ((1n << BigInt(prefix)) - 1n) << BigInt(bits - prefix);
+}
+
+export function isInCidr(address: Address, cidr: Cidr): boolean {
+  if (address.family !== cidr.family) return false;
+  const mask = prefixMask(familyBits(cidr.family), cidr.prefix);
+  return (address.n & mask) === (cidr.n & mask);
+}
+
+/** The canonical text: dotted quad, or RFC 5952 IPv6 (longest zero run compressed). */
+export function formatAddress(address: Address): string {
+  if (address.family === 'ip') {
+    const n = address.n;
+    return [24n, 16n, 8n, 0n].map((s) => String((n >> s) & 0xffn)).join('.');
+  }
+  const groups: number[] = [];
+  for (let i = 7; i >= 0; i--) groups.push(Number((address.n >> BigInt(i * 16)) & 0xffffn));
+  let best = -1;
+  let bestLen = 1;
+  for (let i = 0; i < 8; ) {
+    if (groups[i] !== 0) {
+      i++;
+      continue;
+    }
+    let j = i;
+    while (j < 8 && groups[j] === 0) j++;
+    if (j - i > bestLen) {
+      best = i;
+      bestLen = j - i;
+    }
+    i = j;
+  }
+  const hex = groups.map((g) => g.toString(16));
+  if (best < 0) return hex.join(':');
+  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
+}

@@ -1,0 +1,228 @@
+// The host a packet meets: its interfaces with their addresses, its routes, whether it forwards.
+// Given in nftsim's own shape or as captured on the node with `ip -j addr show` and
+// `ip -j route show` (what a user can collect without understanding the simulator).
+
+import { familyBits, formatAddress, parseAddress, parseCidr, prefixMask, type Address, type AddressFamily, type Cidr } from './address.js';
+import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
+
+/** nftsim's host shape (the `host` of a packet file). */
+export interface HostInput {
+  readonly interfaces?: readonly HostInterfaceInput[] | readonly IpAddrEntry[];
+  readonly routes?: readonly HostRouteInput[] | readonly IpRouteEntry[];
+  readonly forwarding?: boolean;
+}
+
+export interface HostInterfaceInput {
+  readonly name: string;
+  /** `192.0.2.10/24`; the first address of a family is the interface's primary one. */
+  readonly addresses?: readonly string[];
+}
+
+export interface HostRouteInput {
+  /** `default` or a prefix. */
+  readonly dst: string;
+  readonly via?: string;
+  readonly dev: string;
+}
+
+/** One entry of `ip -j addr show` (only the fields nftsim reads). */
+export interface IpAddrEntry {
+  readonly ifname: string;
+  readonly addr_info?: readonly { readonly family?: string; readonly local?: string; readonly prefixlen?: number }[];
+}
+
+/** One entry of `ip -j route show`. */
+export interface IpRouteEntry {
+  readonly dst: string;
+  readonly gateway?: string;
+  readonly dev?: string;
+  readonly type?: string;
+}
+
+export interface HostInterface {
+  readonly name: string;
+  readonly addresses: readonly Cidr[];
+}
+
+export interface HostRoute {
+  readonly dst: Cidr;
+  readonly via?: Address;
+  readonly dev: string;
+}
+
+/** The resolved host: `lo` always present (127.0.0.1/8, ::1/128), connected routes of every
+ * interface address added as the kernel adds them (fib_add_ifaddr / addrconf_prefix_route). */
+export interface Host {
+  readonly interfaces: readonly HostInterface[];
+  readonly routes: readonly HostRoute[];
+  readonly forwarding: boolean;
+}
+
+const LOOPBACK: HostInterface = {
+  name: 'lo',
+  addresses: [parseCidr('127.0.0.1/8')!, parseCidr('::1/128')!],
+};
+
+/** Reads a host description; errors name the field. `value` may be nftsim's object, or an array
+ * from `ip -j addr show` (entries with `ifname`) or `ip -j route show` (entries with `dst`), or
+ * several such parts (the CLI's repeated --host) which are merged. */
+export function readHost(parts: readonly { readonly value: unknown; readonly path: FieldPath }[]): { host: Host; errors: InputError[] } {
+  const reader = new FieldReader();
+  const interfaces: HostInterface[] = [];
+  const routes: HostRoute[] = [];
+  let forwarding = true;
+  for (const { value, path } of parts) {
+    if (Array.isArray(value)) {
+      readIpJson(reader, value, path, interfaces, routes);
+      continue;
+    }
+    const record = reader.object(value, path, ['interfaces', 'routes', 'forwarding']);
+    if (!record) continue;
+    if (record.forwarding !== undefined) forwarding = reader.boolean(record.forwarding, [...path, 'forwarding']) ?? forwarding;
+    if (record.interfaces !== undefined) {
+      const list = reader.array(record.interfaces, [...path, 'interfaces']) ?? [];
+      for (const [i, item] of list.entries()) {
+        const itemPath = [...path, 'interfaces', i];
+        if (isRecord(item) && 'ifname' in item) readIpJson(reader, [item], itemPath, interfaces, routes);
+        else {
+          const iface = readInterface(reader, item, itemPath);
+          if (iface) interfaces.push(iface);
+        }
+      }
+    }
+    if (record.routes !== undefined) {
+      const list = reader.array(record.routes, [...path, 'routes']) ?? [];
+      for (const [i, item] of list.entries()) {
+        const route = readRoute(reader, item, [...path, 'routes', i]);
+        if (route) routes.push(route);
+      }
+    }
+  }
+  const seen = new Set<string>();
+  for (const [i, iface] of interfaces.entries()) {
+    if (seen.has(iface.name)) reader.fail(['host', 'interfaces', i, 'name'], `interface '${iface.name}' given twice`);
+    seen.add(iface.name);
+  }
+  const all = seen.has('lo') ? interfaces : [LOOPBACK, ...interfaces];
+  for (const route of routes) {
+    if (!all.some((iface) => iface.name === route.dev)) reader.fail(['host', 'routes'], `route to ${formatCidr(route.dst)} uses unknown interface '${route.dev}'`);
+  }
+  const connected = all.flatMap((iface) =>
+    iface.addresses.map((a): HostRoute => ({ dst: { family: a.family, n: a.n & prefixMask(familyBits(a.family), a.prefix), prefix: a.prefix }, dev: iface.name })),
+  );
+  return { host: { interfaces: all, routes: [...connected, ...routes], forwarding }, errors: reader.errors };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function readInterface(reader: FieldReader, value: unknown, path: FieldPath): HostInterface | undefined {
+  const record = reader.object(value, path, ['name', 'addresses']);
+  if (!record) return undefined;
+  const name = reader.string(record.name, [...path, 'name']);
+  const addresses: Cidr[] = [];
+  if (record.addresses !== undefined) {
+    for (const [i, text] of (reader.array(record.addresses, [...path, 'addresses']) ?? []).entries()) {
+      const s = reader.string(text, [...path, 'addresses', i]);
+      if (s === undefined) continue;
+      const cidr = parseCidr(s);
+      if (cidr) addresses.push(cidr);
+      else reader.fail([...path, 'addresses', i], `'${s}' is not an address with prefix (192.0.2.10/24, 2001:db8::1/64)`);
+    }
+  }
+  return name === undefined ? undefined : { name, addresses };
+}
+
+function readRoute(reader: FieldReader, value: unknown, path: FieldPath): HostRoute | undefined {
+  const record = reader.object(value, path, ['dst', 'via', 'dev', 'family']);
+  if (!record) return undefined;
+  const dstText = reader.string(record.dst, [...path, 'dst']);
+  const dev = reader.string(record.dev, [...path, 'dev']);
+  const via = record.via === undefined ? undefined : reader.string(record.via, [...path, 'via']);
+  const family = record.family === undefined ? undefined : reader.string(record.family, [...path, 'family']);
+  if (family !== undefined && family !== 'ip' && family !== 'ip6') reader.fail([...path, 'family'], "expected 'ip' or 'ip6'");
+  if (dstText === undefined || dev === undefined) return undefined;
+  const viaAddress = via === undefined ? undefined : parseAddress(via);
+  if (via !== undefined && !viaAddress) return reader.fail([...path, 'via'], `'${via}' is not an address`);
+  const dst = readRouteDst(dstText, (family as AddressFamily | undefined) ?? viaAddress?.family ?? 'ip');
+  if (!dst) return reader.fail([...path, 'dst'], `'${dstText}' is not 'default' or a prefix`);
+  return viaAddress ? { dst, via: viaAddress, dev } : { dst, dev };
+}
+
+function readRouteDst(text: string, family: AddressFamily): Cidr | undefined {
+  if (text === 'default') return { family, n: 0n, prefix: 0 };
+  return parseCidr(text);
+}
+
+/** `ip -j addr show` / `ip -j route show` entries; fields iproute2 adds that nftsim does not need
+ * are skipped, since the text is the tool's, not the user's. */
+function readIpJson(reader: FieldReader, entries: readonly unknown[], path: FieldPath, interfaces: HostInterface[], routes: HostRoute[]): void {
+  for (const [i, entry] of entries.entries()) {
+    const at = [...path, i];
+    if (!isRecord(entry)) {
+      reader.fail(at, 'expected an object of `ip -j addr show` or `ip -j route show`');
+      continue;
+    }
+    if (typeof entry.ifname === 'string') {
+      const info = Array.isArray(entry.addr_info) ? entry.addr_info : [];
+      const addresses: Cidr[] = [];
+      for (const a of info) {
+        if (!isRecord(a) || typeof a.local !== 'string') continue;
+        const cidr = parseCidr(`${a.local}/${String(a.prefixlen ?? '')}`) ?? parseCidr(a.local);
+        if (cidr) addresses.push(cidr);
+      }
+      interfaces.push({ name: entry.ifname, addresses });
+    } else if (typeof entry.dst === 'string') {
+      // Only unicast routes of the main table decide forwarding; local/broadcast routes are the
+      // kernel's own and follow from the addresses.
+      if (entry.type !== undefined && entry.type !== 'unicast') continue;
+      if (typeof entry.dev !== 'string') continue;
+      const via = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
+      const dst = readRouteDst(entry.dst, via?.family ?? (entry.dst.includes(':') ? 'ip6' : 'ip'));
+      if (!dst) {
+        reader.fail([...at, 'dst'], `'${entry.dst}' is not 'default' or a prefix`);
+        continue;
+      }
+      routes.push(via ? { dst, via, dev: entry.dev } : { dst, dev: entry.dev });
+    } else reader.fail(at, 'expected `ifname` (ip -j addr show) or `dst` (ip -j route show)');
+  }
+}
+
+export function formatCidr(cidr: Cidr): string {
+  return `${formatAddress(cidr)}/${cidr.prefix}`;
+}
+
+/** The interface owning `address` as a local address (127/8 and ::1 are lo's). */
+export function localInterfaceOf(host: Host, address: Address): HostInterface | undefined {
+  for (const iface of host.interfaces) {
+    for (const a of iface.addresses) {
+      if (a.family !== address.family) continue;
+      if (a.n === address.n) return iface;
+      // The kernel's local route for 127.0.0.1/8 covers the whole prefix (fib_add_ifaddr adds
+      // a local route for the prefix of a loopback address).
+      if (iface.name === 'lo' && (address.n & prefixMask(familyBits(a.family), a.prefix)) === (a.n & prefixMask(familyBits(a.family), a.prefix))) return iface;
+    }
+  }
+  return undefined;
+}
+
+/** Longest-prefix match on the host's routes (connected ones included); the first of equal
+ * prefixes wins. */
+export function lookupRoute(host: Host, address: Address): HostRoute | undefined {
+  let best: HostRoute | undefined;
+  for (const route of host.routes) {
+    if (route.dst.family !== address.family) continue;
+    const mask = prefixMask(familyBits(address.family), route.dst.prefix);
+    if ((address.n & mask) !== (route.dst.n & mask)) continue;
+    if (!best || route.dst.prefix > best.dst.prefix) best = route;
+  }
+  return best;
+}
+
+/** The interface's primary address of `family` (the first listed), as masquerade picks it
+ * (inet_select_addr / ipv6_dev_get_saddr). */
+export function primaryAddress(host: Host, ifname: string, family: AddressFamily): Address | undefined {
+  const a = host.interfaces.find((iface) => iface.name === ifname)?.addresses.find((c) => c.family === family);
+  return a ? { family: a.family, n: a.n } : undefined;
+}

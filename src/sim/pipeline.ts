@@ -1,0 +1,137 @@
+// Which base chains a packet meets, in which order: the netfilter hooks of its path, the families
+// whose chains see it, and the order the kernel runs chains registered at one hook.
+
+import type { Chain, Family, Hook, Ruleset, Table } from '../model/ast.js';
+import type { AddressFamily } from './address.js';
+
+export type PathName = 'input' | 'forward' | 'output';
+
+/** The hooks of each path, in order (include/uapi/linux/netfilter.h NF_INET_PRE_ROUTING…, called
+ * from net/ipv4/ip_input.c ip_rcv → NF_INET_PRE_ROUTING, ip_local_deliver → NF_INET_LOCAL_IN,
+ * ip_forward.c → NF_INET_FORWARD, ip_output.c __ip_local_out → NF_INET_LOCAL_OUT and
+ * ip_output → NF_INET_POST_ROUTING; net/ipv6 the same). The netdev ingress hook
+ * (net/core/dev.c nf_ingress, also inet ingress chains since 5.10) runs before prerouting for a
+ * packet from an interface. The routing decision sits between the first hook after ingress and
+ * the rest: after prerouting for a received packet, before output for a local one (with a
+ * re-route after output when the destination changed, ip_route_me_harder). */
+export const PATH_HOOKS: Readonly<Record<PathName, readonly Hook[]>> = {
+  input: ['ingress', 'prerouting', 'input'],
+  forward: ['ingress', 'prerouting', 'forward', 'postrouting'],
+  output: ['output', 'postrouting'],
+};
+
+/** The families whose base chains see a packet of each address family at the inet hooks
+ * (nf_tables registers an inet chain on both NFPROTO_IPV4 and NFPROTO_IPV6, net/netfilter/
+ * nft_chain_filter.c nft_chain_filter_inet_init); at ingress, netdev chains bound to the device
+ * and inet ingress chains (nf_tables_api.c nft_chain_parse_netdev). bridge and arp chains never
+ * see a routed IP packet. */
+export function familiesAt(hook: Hook, family: AddressFamily): readonly Family[] {
+  if (hook === 'ingress') return ['netdev', 'inet'];
+  return [family, 'inet'];
+}
+
+/** Where nat-type chains really run: the kernel registers one NAT hook per hook at a fixed
+ * priority and runs the nat chains from its own list, in their priority order
+ * (net/netfilter/nf_nat_core.c nf_nat_register_fn; nf_nat_proto.c nf_nat_ipv4_ops:
+ * NF_IP_PRI_NAT_DST -100 at prerouting and output, NF_IP_PRI_NAT_SRC 100 at input and
+ * postrouting; IPv6 identical). A nat chain at `srcnat - 1` still runs inside that hook, after
+ * a filter chain at 99.5, not before it. */
+export const NAT_HOOK_PRIORITY: Readonly<Partial<Record<Hook, number>>> = {
+  prerouting: -100,
+  output: -100,
+  input: 100,
+  postrouting: 100,
+};
+
+/** Which NAT manipulation a hook's nat chains set up (nf_nat_core.c HOOK2MANIP). */
+export const NAT_MANIP: Readonly<Partial<Record<Hook, 'dst' | 'src'>>> = {
+  prerouting: 'dst',
+  output: 'dst',
+  input: 'src',
+  postrouting: 'src',
+};
+
+/** Conntrack attaches its entry at NF_IP_PRI_CONNTRACK -200 at prerouting and output
+ * (net/netfilter/nf_conntrack_proto.c ipv4_conntrack_ops); chains before it see no entry
+ * (`ct state` reads invalid, other ct keys do not match, nft_ct.c nft_ct_get_eval), and
+ * `notrack` only has effect there. */
+export const CONNTRACK_PRIORITY: Readonly<Partial<Record<Hook, number>>> = {
+  prerouting: -200,
+  output: -200,
+};
+
+/** A base chain as registered at a hook. */
+export interface HookEntry {
+  readonly table: Table;
+  readonly chain: Chain;
+  readonly priority: number;
+  /** Another chain of this packet's hook list shares the slot: the kernel's order between them
+   * is the registration order, which nftsim takes from the listing order. */
+  readonly orderDependent: boolean;
+}
+
+interface Registered {
+  readonly table: Table;
+  readonly chain: Chain;
+  readonly priority: number;
+  readonly order: number;
+  readonly nat: boolean;
+}
+
+/** The base chains at every hook of one ruleset, by hook and family, computed once. */
+export interface HookIndex {
+  readonly byHook: ReadonlyMap<Hook, readonly Registered[]>;
+  readonly chains: WeakMap<Table, ReadonlyMap<string, Chain>>;
+  readonly tableOf: WeakMap<Chain, Table>;
+}
+
+export function buildHookIndex(ruleset: Ruleset): HookIndex {
+  const byHook = new Map<Hook, Registered[]>();
+  const chains = new WeakMap<Table, ReadonlyMap<string, Chain>>();
+  const tableOf = new WeakMap<Chain, Table>();
+  let order = 0;
+  for (const table of ruleset.tables) {
+    const byName = new Map<string, Chain>();
+    for (const chain of table.chains) {
+      byName.set(chain.name, chain);
+      tableOf.set(chain, table);
+      const base = chain.base;
+      if (!base) continue;
+      const list = byHook.get(base.hook) ?? [];
+      list.push({ table, chain, priority: base.priority.value ?? base.priority.offset, order: order++, nat: base.type === 'nat' });
+      byHook.set(base.hook, list);
+    }
+    chains.set(table, byName);
+  }
+  return { byHook, chains, tableOf };
+}
+
+/** The base chains a packet of `family` meets at `hook` (arriving on `iif` for ingress), in the
+ * kernel's order: by priority, and at equal priority the chain registered last first
+ * (net/netfilter/core.c nf_hook_entries_grow inserts a new hook before the first existing one
+ * whose priority is not lower). nat chains take the slot of the NAT hook, where they are ordered
+ * among themselves the same way; the NAT hook registers with the first nat chain. */
+export function chainsAt(index: HookIndex, hook: Hook, family: AddressFamily, iif: string | undefined): HookEntry[] {
+  const families = familiesAt(hook, family);
+  const entries = (index.byHook.get(hook) ?? []).filter(
+    (r) => families.includes(r.table.family) && (hook !== 'ingress' || (iif !== undefined && r.chain.base!.devices.includes(iif))),
+  );
+  const natSlot = NAT_HOOK_PRIORITY[hook];
+  const natOrder = Math.min(...entries.filter((r) => r.nat).map((r) => r.order));
+  const slotOf = (r: Registered): { priority: number; order: number } =>
+    r.nat && natSlot !== undefined ? { priority: natSlot, order: natOrder } : r;
+  const byKernelOrder = (a: { priority: number; order: number }, b: { priority: number; order: number }): number =>
+    a.priority - b.priority || b.order - a.order;
+  const sorted = [...entries].sort((a, b) => byKernelOrder(slotOf(a), slotOf(b)) || (a.nat && b.nat ? byKernelOrder(a, b) : 0));
+  const inNatGroup = (r: Registered): boolean => r.nat && natSlot !== undefined;
+  const isOrderDependent = (a: Registered, b: Registered): boolean => {
+    if (slotOf(a).priority !== slotOf(b).priority) return false;
+    return inNatGroup(a) && inNatGroup(b) ? a.priority === b.priority : true;
+  };
+  return sorted.map((r) => ({
+    table: r.table,
+    chain: r.chain,
+    priority: r.priority,
+    orderDependent: sorted.some((o) => o !== r && isOrderDependent(r, o)),
+  }));
+}

@@ -1,0 +1,315 @@
+import { describe, expect, it } from 'vitest';
+import { FORWARDED, HOST, LOCAL, parse, simulate, simulateOne, steps } from './helpers.js';
+import { simulatePacket } from '../../src/sim/simulate-packet.js';
+
+const chain = (family: string, table: string, name: string, spec: string, rules: string): string =>
+  `table ${family} ${table} {\n\tchain ${name} {\n\t\t${spec}\n${rules}\n\t}\n}\n`;
+
+describe('paths and the routing decision', () => {
+  it.each([
+    // Kernel: ip_rcv_finish → ip_route_input: a local destination goes to LOCAL_IN.
+    ['a local destination is delivered through input', LOCAL, 'delivered', undefined, ['filter input policy accept']],
+    // ip_forward: a routed destination goes FORWARD then POST_ROUTING with the route's device.
+    ['a routed destination is forwarded through forward and postrouting', FORWARDED, 'forwarded', 'cni0', ['filter forward policy accept', 'filter post policy accept']],
+    // Locally generated: __ip_local_out → LOCAL_OUT, then ip_output → POST_ROUTING.
+    ['a packet without iif is sent through output and postrouting', { dst: '10.244.1.5', dport: 80 }, 'sent', 'cni0', ['filter output policy accept', 'filter post policy accept']],
+  ] as const)('%s', (_name, packet, disposition, oif, trace) => {
+    const rules = ['input', 'forward', 'output'].map((h) => `\tchain ${h} { type filter hook ${h} priority 0; }`).join('\n');
+    const o = simulateOne(`table ip filter {\n${rules}\n\tchain post { type filter hook postrouting priority 0; }\n}\n`, packet);
+    expect(o.disposition).toBe(disposition);
+    expect(o.oif).toBe(oif);
+    expect(steps(o)).toEqual(trace);
+  });
+
+  it.each([
+    // ip_route_input_slow: no route → the packet is dropped by routing, no chain decides.
+    ['no route drops the packet', { routes: [] }, 'no route to 198.51.100.7'],
+    // ip_route_input_slow: IN_DEV_FORWARD off → EHOSTUNREACH.
+    ['forwarding off drops a packet for another host', { forwarding: false }, 'forwarding disabled on the host'],
+  ])('%s', (_name, hostChange, reason) => {
+    const host = { ...HOST, ...hostChange };
+    const o = simulateOne('', { iif: 'eth0', src: '192.0.2.99', dst: '198.51.100.7' }, host);
+    expect(o).toMatchObject({ disposition: 'dropped', verdict: 'drop', reason });
+    expect(o.decidedBy).toBeUndefined();
+  });
+});
+
+describe('verdicts (nf_tables_core.c nft_do_chain)', () => {
+  it.each([
+    // accept ends only its base chain: the next base chain at the hook still runs.
+    ['accept in one base chain, drop in the next', 'accept', 'drop', 'dropped'],
+    // drop ends the packet: later base chains never see it.
+    ['drop in the first base chain', 'drop', 'accept', 'dropped'],
+    ['reject ends the packet as rejected', 'reject', 'accept', 'rejected'],
+    ['queue hands the packet to userspace', 'queue', 'accept', 'queued'],
+  ])('%s', (_name, first, second, disposition) => {
+    const text = `${chain('ip', 'a', 'c', 'type filter hook input priority 0;', `\t\t${first}`)}${chain('ip', 'b', 'c', 'type filter hook input priority 10;', `\t\t${second}`)}`;
+    const o = simulateOne(text, LOCAL);
+    expect(o.disposition).toBe(disposition);
+    expect(o.trace.filter((e) => e.table === 'b').length).toBe(first === 'accept' ? 1 : 0);
+  });
+
+  it('jump returns to the next rule of the caller, goto does not, return pops', () => {
+    const text = `table ip t {
+\tchain in { type filter hook input priority 0; policy drop;
+\t\tjump a
+\t\tgoto b
+\t\taccept
+\t}
+\tchain a { meta mark set 1; }
+\tchain b { return; }
+}
+`;
+    const o = simulateOne(text, LOCAL);
+    expect(steps(o)).toEqual([
+      't in rule jump a',
+      't a rule continue',
+      't a return continue',
+      't in rule goto b',
+      // return from a chain entered by goto from the base chain: the base chain's policy.
+      't b rule return',
+      't in policy drop',
+    ]);
+    expect(o.disposition).toBe('dropped');
+  });
+
+  it('a jump deeper than NFT_JUMP_STACK_SIZE (16) is reported, not followed', () => {
+    const chains = Array.from({ length: 18 }, (_, i) => `\tchain c${i} { jump c${i + 1}; }`).join('\n');
+    const o = simulateOne(`table ip t {\n\tchain in { type filter hook input priority 0; jump c0; }\n${chains}\n\tchain c18 { accept; }\n}\n`, LOCAL);
+    expect(o.disposition).toBe('unknown');
+    expect(o.uncertain).toBe(true);
+    expect(o.trace.at(-1)).toMatchObject({ kind: 'unsupported' });
+  });
+});
+
+describe('hook order (net/netfilter/core.c nf_hook_entries_grow)', () => {
+  it('runs base chains by priority, whatever the listing order', () => {
+    const text = `${chain('ip', 'late', 'c', 'type filter hook input priority 10;', '\t\tmeta mark set 2')}${chain('ip', 'early', 'c', 'type filter hook input priority -10;', '\t\tmeta mark set 1')}`;
+    expect(simulateOne(text, LOCAL).trace.map((e) => e.table)).toEqual(['early', 'early', 'late', 'late']);
+  });
+
+  it('at equal priority runs the chain registered last first, and says the order depends on it', () => {
+    const text = `${chain('ip', 'first', 'c', 'type filter hook input priority 0;', '')}${chain('inet', 'second', 'c', 'type filter hook input priority 0;', '')}`;
+    const trace = simulateOne(text, LOCAL).trace;
+    expect(trace.map((e) => `${e.family} ${e.table}`)).toEqual(['inet second', 'ip first']);
+    expect(trace.every((e) => e.orderDependent)).toBe(true);
+  });
+
+  it('runs nat chains in the NAT hook slot (NF_IP_PRI_NAT_SRC 100), after a filter chain at 99.5-like priorities below it', () => {
+    // A nat chain at srcnat - 1 (99) runs at the NAT hook's 100, after a filter chain at 99.
+    const text = `${chain('ip', 'n', 'c', 'type nat hook postrouting priority 99;', '')}${chain('ip', 'f', 'c', 'type filter hook postrouting priority 99;', '')}`;
+    const trace = simulateOne(text, FORWARDED).trace;
+    expect(trace.map((e) => e.table)).toEqual(['f', 'n']);
+    expect(trace.some((e) => e.orderDependent)).toBe(false);
+  });
+
+  it('only sees chains of the packet family and inet', () => {
+    const text = `${chain('ip6', 'six', 'c', 'type filter hook input priority 0;', '\t\tdrop')}${chain('bridge', 'br', 'c', 'type filter hook input priority 0;', '\t\tdrop')}${chain('arp', 'ar', 'c', 'type filter hook input priority 0;', '\t\tdrop')}`;
+    expect(simulateOne(text, LOCAL)).toMatchObject({ disposition: 'delivered', trace: [] });
+  });
+});
+
+describe('marks', () => {
+  it.each([
+    // iptables MARK --set-xmark V/M: mark = (mark & ~M) ^ V (xt_mark.c mark_tg).
+    ['meta mark set 0x1bd20', 0x4000, 0x1bd20],
+    ['meta mark set mark or 0x4000', 0x20, 0x4020],
+    ['meta mark set mark and 0xffffbfff', 0x4020, 0x20],
+    ['meta mark set mark xor 0x4000', 0x4020, 0x20],
+    ['meta mark set meta mark & 0xffff0000 | 0x10', 0x12345678, 0x12340010],
+    ['meta mark set ct mark', 0x1, 0x7],
+  ])('%s', (stmt, before, after) => {
+    const o = simulateOne(chain('ip', 't', 'c', 'type filter hook input priority 0;', `\t\t${stmt}`), { ...LOCAL, mark: before, ct: { state: 'new', mark: 7 } });
+    expect(o.mark).toBe(`0x${after.toString(16).padStart(8, '0')}`);
+    expect(o.trace[0]!.mark).toBe(o.mark);
+  });
+
+  it('ct mark set meta mark saves the packet mark in the entry', () => {
+    const o = simulateOne(chain('ip', 't', 'c', 'type filter hook input priority 0;', '\t\tct mark set meta mark'), { ...LOCAL, mark: 0x4000 });
+    expect(o.ctMark).toBe('0x00004000');
+  });
+});
+
+describe('conntrack', () => {
+  it.each([
+    // nft_ct_get_eval: no entry before NF_IP_PRI_CONNTRACK (-200): state reads invalid.
+    ['raw priority sees no entry yet', -300, 'ct state invalid', true],
+    ['after conntrack the first packet is new', -150, 'ct state new', true],
+    ['established does not match a new packet', 0, 'ct state established,related', false],
+  ])('%s', (_name, priority, match, matched) => {
+    const o = simulateOne(chain('ip', 't', 'c', `type filter hook prerouting priority ${priority};`, `\t\t${match} meta mark set 1`), LOCAL);
+    expect(o.mark).toBe(matched ? '0x00000001' : '0x00000000');
+  });
+
+  it('notrack in raw makes the packet untracked: no NAT', () => {
+    const text = `${chain('ip', 'raw', 'c', 'type filter hook prerouting priority -300;', '\t\tnotrack')}${chain('ip', 'nat', 'c', 'type nat hook prerouting priority -100;', '\t\tdnat to 10.244.1.5')}${chain('ip', 'f', 'c', 'type filter hook prerouting priority 0;', '\t\tct state untracked meta mark set 9')}`;
+    const o = simulateOne(text, LOCAL);
+    expect(o.nat).toEqual([]);
+    expect(o.mark).toBe('0x00000009');
+  });
+
+  it('an established packet skips the nat chains (nf_nat_inet_fn only runs them for new)', () => {
+    const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook prerouting priority -100;', '\t\tdnat to 10.244.1.5'), { ...LOCAL, ct: { state: 'established' } });
+    expect(o).toMatchObject({ disposition: 'delivered', nat: [], trace: [] });
+  });
+});
+
+describe('NAT (nf_nat_core.c)', () => {
+  it('DNAT in prerouting changes the routing decision', () => {
+    const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook prerouting priority dstnat;', '\t\ttcp dport 22 dnat to 10.244.1.5:2222'), LOCAL);
+    expect(o).toMatchObject({ disposition: 'forwarded', oif: 'cni0', packet: { dst: '10.244.1.5', dport: 2222 } });
+    expect(o.nat).toEqual([{ type: 'dnat', to: '10.244.1.5:2222', at: { file: 'test.nft', line: 4, column: 3 } }]);
+    expect(o.trace[0]!.verdict).toBe('accept');
+  });
+
+  it('once a nat chain set up the mapping, later nat chains at the hook are skipped', () => {
+    const text = `${chain('ip', 'a', 'c', 'type nat hook postrouting priority 100;', '\t\tmasquerade')}${chain('ip', 'b', 'c', 'type nat hook postrouting priority 110;', '\t\tsnat to 192.0.2.77')}`;
+    const o = simulateOne(text, FORWARDED);
+    expect(o.nat.map((n) => n.type)).toEqual(['masquerade']);
+    expect(o.trace.map((e) => e.table)).toEqual(['a']);
+  });
+
+  it('a nat chain that sets up nothing lets the next one run', () => {
+    const text = `${chain('ip', 'a', 'c', 'type nat hook postrouting priority 100;', '\t\tip saddr 1.1.1.1 masquerade')}${chain('ip', 'b', 'c', 'type nat hook postrouting priority 110;', '\t\tsnat to 192.0.2.77')}`;
+    expect(simulateOne(text, FORWARDED).nat.map((n) => n.to)).toEqual(['192.0.2.77']);
+  });
+
+  it.each([
+    // nf_nat_masquerade_ipv4: the egress device's primary address (inet_select_addr).
+    ['masquerade', '10.244.0.1'],
+    // nf_nat_l4proto_unique_tuple: a random port from 1024-65535, shown as the range.
+    ['masquerade fully-random', '10.244.0.1:1024-65535'],
+    ['snat to 192.0.2.77:1000-2000', '192.0.2.77:1000-2000'],
+  ])('%s takes %s', (stmt, to) => {
+    const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook postrouting priority srcnat;', `\t\t${stmt}`), FORWARDED);
+    expect(o.nat[0]!.to).toBe(to);
+    expect(o.packet.src).toBe(to.split(':')[0]);
+  });
+
+  it('redirect sends to the input interface\'s address', () => {
+    const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook prerouting priority dstnat;', '\t\ttcp dport 80 redirect to :3128'), FORWARDED);
+    expect(o).toMatchObject({ disposition: 'delivered', packet: { dst: '192.0.2.10', dport: 3128 } });
+  });
+
+  it('DNAT in output re-routes a local packet', () => {
+    const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook output priority -100;', '\t\tdnat to 10.244.1.9'), { dst: '192.0.2.50', dport: 80 });
+    expect(o).toMatchObject({ disposition: 'sent', oif: 'cni0', packet: { dst: '10.244.1.9' } });
+  });
+});
+
+describe('expressions', () => {
+  it.each([
+    ['iifname "eth0"', true],
+    ['iifname "et*"', true], // nft turns a trailing * into a prefix match
+    ['iifname "wt*"', false],
+    ['iifname != "wt0"', true],
+    ['oifname ""', true], // no output device yet at input: the empty name
+    ['iif "eth0"', true],
+    ['meta l4proto tcp', true],
+    ['meta nfproto ipv4', true],
+    ['meta pkttype host', true],
+    ['ip saddr 192.0.2.0/24', true],
+    ['ip saddr != 192.0.2.0/24', false],
+    ['ip saddr 192.0.2.90-192.0.2.100', true],
+    ['ip saddr { 10.0.0.1, 192.0.2.99 }', true],
+    ['ip daddr . tcp dport { 192.0.2.10 . 22 }', true],
+    ['ip daddr . tcp dport { 192.0.2.10 . 23 }', false],
+    ['tcp dport 1-1023', true],
+    ['tcp dport < 22', false],
+    ['tcp dport >= 22', true],
+    ['udp dport 22', false], // the tcp packet has no udp header: NFT_BREAK
+    ['th dport 22', true],
+    ['tcp flags syn', true],
+    ['tcp flags & (syn | ack) == syn', true],
+    ['tcp flags == syn', true],
+    ['tcp flags ack', false],
+    ['ct state new', true],
+    ['ct state { new, established }', true],
+    ['ct direction original', true],
+    ['ct status dnat', false],
+    ['fib daddr type local', true],
+    ['fib daddr type unicast', false],
+    ['fib saddr . iif oif "eth0"', true],
+    ['fib saddr . iif oif missing', false],
+    ['meta mark 0', true],
+    ['ip ttl 64', true],
+    ['meta length 60', true],
+  ])('%s → %s', (match, expected) => {
+    const o = simulateOne(chain('inet', 't', 'c', 'type filter hook input priority 0;', `\t\t${match} meta mark set 1`), LOCAL);
+    expect(o.uncertain).toBe(false);
+    expect(o.mark).toBe(expected ? '0x00000001' : '0x00000000');
+  });
+
+  it.each([
+    ['tcp dport vmap { 22 : drop, 80 : accept }', 'dropped'],
+    ['tcp dport vmap { 80 : drop }', 'delivered'],
+    ['ip saddr vmap @v', 'rejected'],
+  ])('verdict maps: %s', (stmt, disposition) => {
+    const text = `table ip t {\n\tmap v { type ipv4_addr : verdict; flags interval; elements = { 192.0.2.0/24 : jump r } }\n\tchain r { reject; }\n\tchain c { type filter hook input priority 0; ${stmt}; }\n}\n`;
+    expect(simulateOne(text, LOCAL).disposition).toBe(disposition);
+  });
+
+  it('named sets and maps, and sets filled by add @set during the run', () => {
+    const text = `table ip t {
+\tset seen { type ipv4_addr; }
+\tset ports { type inet_service; elements = { 22, 443 } }
+\tmap marks { type inet_service : mark; elements = { 22 : 0x10 } }
+\tchain c { type filter hook input priority 0; add @seen { ip saddr }; ip saddr @seen tcp dport @ports meta mark set tcp dport map @marks; }
+}
+`;
+    expect(simulateOne(text, LOCAL).mark).toBe('0x00000010');
+  });
+});
+
+describe('randomness is never guessed', () => {
+  it('meta random splits into branches with their probabilities (statistic --mode random)', () => {
+    const text = chain('ip', 't', 'c', 'type filter hook input priority 0;', '\t\tmeta random & 2147483647 < 536870912 drop');
+    const outcomes = simulate(text, LOCAL);
+    expect(outcomes.map((o) => [o.disposition, o.probability])).toEqual([
+      ['dropped', 0.25],
+      ['delivered', 0.75],
+    ]);
+  });
+
+  it('numgen random mod 3 gives three equal outcomes', () => {
+    const text = chain('ip', 't', 'c', 'type filter hook input priority 0;', '\t\tmeta mark set numgen random mod 3');
+    const outcomes = simulate(text, LOCAL);
+    expect(outcomes.map((o) => o.mark)).toEqual(['0x00000000', '0x00000001', '0x00000002']);
+    expect(outcomes.every((o) => Math.abs(o.probability - 1 / 3) < 1e-9)).toBe(true);
+  });
+
+  it('a seed picks one branch, the same one every time', () => {
+    const ruleset = parse(chain('ip', 't', 'c', 'type filter hook input priority 0;', '\t\tmeta mark set numgen random mod 100'));
+    const run = () => simulatePacket(ruleset, { host: HOST, packet: LOCAL }, { seed: 42 }).outcomes;
+    expect(run()).toHaveLength(1);
+    expect(run()[0]!.mark).toBe(run()[0]!.mark);
+    expect(run()[0]!.probability).toBeCloseTo(0.01);
+  });
+});
+
+describe('what is not modelled is said, never a silent match or miss', () => {
+  it.each([
+    ['socket transparent 1 drop', 'socket expression'],
+    ['ip option ra exists drop', 'ip-option expression'],
+    ['numgen inc mod 2 0 drop', 'numgen inc'],
+    ['limit rate 10/second drop', 'limit depends on earlier traffic'],
+  ])('%s', (rule, reason) => {
+    const o = simulate(chain('ip', 't', 'c', 'type filter hook input priority 0;', `\t\t${rule}`), LOCAL)[0]!;
+    expect(o.uncertain).toBe(true);
+    const event = o.trace.find((e) => e.kind === 'unsupported')!;
+    expect(event.reason).toContain(reason);
+    expect(event.at).toMatchObject({ file: 'test.nft', line: 4 });
+  });
+});
+
+describe('simulatePacket input', () => {
+  it('returns errors naming the field instead of throwing', () => {
+    const result = simulatePacket(parse(''), { host: HOST, packet: { iif: 'eth9', dst: 'nope', tcpflags: 'syn' } as never });
+    expect(result.outcomes).toEqual([]);
+    expect(result.errors!.map((e) => e.message)).toEqual([
+      expect.stringContaining('packet.tcpflags: unknown field'),
+      expect.stringContaining("packet.iif: unknown interface 'eth9'"),
+      expect.stringContaining("packet.dst: 'nope' is not an IPv4 or IPv6 address"),
+    ]);
+  });
+});
