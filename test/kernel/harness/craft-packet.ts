@@ -1,0 +1,254 @@
+// Packets for the kernel-differential harness: crafting the IP packet a case injects, and reading
+// back the frames the peers capture. Only what the harness needs: IPv4/IPv6 with TCP, UDP, ICMP
+// echo and ICMPv6 echo, no options, no payload.
+import { isIPv4, isIPv6 } from 'node:net';
+
+export type KernelProtocol = 'tcp' | 'udp' | 'icmp' | 'icmpv6';
+
+/** What to inject: the `packet` of the issue's packet JSON, the fields the harness can craft. */
+export interface KernelPacket {
+  /** Host interface the packet arrives on; absent: sent from a socket inside the node (output). */
+  readonly iif?: string;
+  /** For a locally generated packet: bind the socket to this interface (SO_BINDTODEVICE). */
+  readonly oif?: string;
+  readonly src: string;
+  readonly dst: string;
+  readonly protocol: KernelProtocol;
+  /** TCP/UDP ports; for ICMP echo, sport is the echo identifier. */
+  readonly sport?: number;
+  readonly dport?: number;
+  /** Comma-separated TCP flags, `syn` by default: `syn`, `syn,ack`, `ack`, `fin,ack`, `rst`. */
+  readonly tcpFlags?: string;
+  /** Initial meta mark (`0x4000` or a number). */
+  readonly mark?: string | number;
+  readonly ttl?: number;
+}
+
+/** A packet as seen on the wire: addresses and ports after whatever NAT the node did. */
+export interface SeenPacket {
+  readonly family: 'ip' | 'ip6';
+  readonly src: string;
+  readonly dst: string;
+  readonly protocol: KernelProtocol | `proto-${number}`;
+  readonly sport?: number;
+  readonly dport?: number;
+  readonly tcpFlags?: string;
+  /** IPv4 identification or IPv6 flow label: the harness's tag for the packet of a case. */
+  readonly tag: number;
+  readonly ttl: number;
+}
+
+/** Protocol numbers (include/uapi/linux/in.h, in6.h). */
+const PROTOCOL_NUMBER: Record<KernelProtocol, number> = { tcp: 6, udp: 17, icmp: 1, icmpv6: 58 };
+/** TCP flag bits in header byte 13 (RFC 9293), in nft's printing order. */
+const TCP_FLAG_BITS: readonly (readonly [string, number])[] = [
+  ['fin', 0x01],
+  ['syn', 0x02],
+  ['rst', 0x04],
+  ['psh', 0x08],
+  ['ack', 0x10],
+  ['urg', 0x20],
+  ['ecn', 0x40],
+  ['cwr', 0x80],
+];
+const ICMP_ECHO_REQUEST = 8;
+const ICMPV6_ECHO_REQUEST = 128;
+const DEFAULT_PORTS = { sport: 40000, dport: 80 };
+
+/** The IP version of an address, or an error naming it. */
+export function findIpFamily(address: string): 'ip' | 'ip6' {
+  if (isIPv4(address)) return 'ip';
+  if (isIPv6(address)) return 'ip6';
+  throw new Error(`not an IP address: ${address}`);
+}
+
+/**
+ * The packet's bytes from the IP header on, tagged with `tag` (IPv4 identification, or IPv6 flow
+ * label) so that the harness finds it among the frames the peers capture and in the trace, whatever
+ * NAT did to its addresses and ports.
+ */
+export function craftPacket(packet: KernelPacket, tag: number): Buffer {
+  const family = findIpFamily(packet.src);
+  if (findIpFamily(packet.dst) !== family) throw new Error(`src ${packet.src} and dst ${packet.dst} differ in family`);
+  const protocol = packet.protocol === 'icmp' && family === 'ip6' ? 'icmpv6' : packet.protocol;
+  const src = encodeAddress(packet.src);
+  const dst = encodeAddress(packet.dst);
+  const l4 = craftTransport(packet, protocol, src, dst);
+  const ttl = packet.ttl ?? 64;
+  if (family === 'ip') {
+    const header = Buffer.alloc(20);
+    header.writeUInt8(0x45, 0);
+    header.writeUInt16BE(20 + l4.length, 2);
+    header.writeUInt16BE(tag & 0xffff, 4);
+    header.writeUInt16BE(0x4000, 6); // DF
+    header.writeUInt8(ttl, 8);
+    header.writeUInt8(PROTOCOL_NUMBER[protocol], 9);
+    src.copy(header, 12);
+    dst.copy(header, 16);
+    header.writeUInt16BE(checksum(header), 10);
+    return Buffer.concat([header, l4]);
+  }
+  const header = Buffer.alloc(40);
+  header.writeUInt32BE((6 << 28) | (tag & 0xfffff), 0);
+  header.writeUInt16BE(l4.length, 4);
+  header.writeUInt8(PROTOCOL_NUMBER[protocol], 6);
+  header.writeUInt8(ttl, 7);
+  src.copy(header, 8);
+  dst.copy(header, 24);
+  return Buffer.concat([header, l4]);
+}
+
+function craftTransport(packet: KernelPacket, protocol: KernelProtocol, src: Buffer, dst: Buffer): Buffer {
+  const sport = packet.sport ?? DEFAULT_PORTS.sport;
+  const dport = packet.dport ?? DEFAULT_PORTS.dport;
+  let segment: Buffer;
+  let checksumAt: number;
+  switch (protocol) {
+    case 'tcp':
+      segment = Buffer.alloc(20);
+      segment.writeUInt16BE(sport, 0);
+      segment.writeUInt16BE(dport, 2);
+      segment.writeUInt32BE(0x1000_0000, 4);
+      segment.writeUInt8(5 << 4, 12);
+      segment.writeUInt8(encodeTcpFlags(packet.tcpFlags ?? 'syn'), 13);
+      segment.writeUInt16BE(64240, 14);
+      checksumAt = 16;
+      break;
+    case 'udp':
+      segment = Buffer.alloc(8);
+      segment.writeUInt16BE(sport, 0);
+      segment.writeUInt16BE(dport, 2);
+      segment.writeUInt16BE(8, 4);
+      checksumAt = 6;
+      break;
+    case 'icmp':
+    case 'icmpv6':
+      segment = Buffer.alloc(8);
+      segment.writeUInt8(protocol === 'icmp' ? ICMP_ECHO_REQUEST : ICMPV6_ECHO_REQUEST, 0);
+      segment.writeUInt16BE(sport, 4);
+      segment.writeUInt16BE(1, 6);
+      checksumAt = 2;
+      break;
+    default: {
+      const unknown: never = protocol;
+      throw new Error(`unknown protocol ${String(unknown)}`);
+    }
+  }
+  // ICMPv4's checksum covers only the message; TCP, UDP and ICMPv6 add the pseudo-header.
+  const covered = protocol === 'icmp' ? segment : Buffer.concat([pseudoHeader(src, dst, protocol, segment.length), segment]);
+  const sum = checksum(covered);
+  segment.writeUInt16BE(protocol === 'udp' && sum === 0 ? 0xffff : sum, checksumAt);
+  return segment;
+}
+
+function pseudoHeader(src: Buffer, dst: Buffer, protocol: KernelProtocol, length: number): Buffer {
+  const tail = Buffer.alloc(src.length === 4 ? 4 : 8);
+  if (src.length === 4) {
+    tail.writeUInt8(PROTOCOL_NUMBER[protocol], 1);
+    tail.writeUInt16BE(length, 2);
+  } else {
+    tail.writeUInt32BE(length, 0);
+    tail.writeUInt8(PROTOCOL_NUMBER[protocol], 7);
+  }
+  return Buffer.concat([src, dst, tail]);
+}
+
+/** The Internet checksum (RFC 1071) of `data`. */
+function checksum(data: Buffer): number {
+  let sum = 0;
+  for (let i = 0; i + 1 < data.length; i += 2) sum += data.readUInt16BE(i);
+  if (data.length % 2 === 1) sum += data[data.length - 1]! << 8;
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  return ~sum & 0xffff;
+}
+
+function encodeTcpFlags(text: string): number {
+  let bits = 0;
+  for (const name of text.split(/[,|]/).map((part) => part.trim())) {
+    const flag = TCP_FLAG_BITS.find(([flagName]) => flagName === name);
+    if (!flag) throw new Error(`unknown TCP flag ${name} in "${text}"`);
+    bits |= flag[1];
+  }
+  return bits;
+}
+
+function decodeTcpFlags(bits: number): string {
+  return TCP_FLAG_BITS.filter(([, bit]) => (bits & bit) !== 0)
+    .map(([name]) => name)
+    .join(',');
+}
+
+function encodeAddress(address: string): Buffer {
+  if (isIPv4(address)) return Buffer.from(address.split('.').map(Number));
+  const [head = '', tail] = address.split('::');
+  const groups = (part: string): number[] => (part === '' ? [] : part.split(':').map((group) => parseInt(group, 16)));
+  const left = groups(head);
+  const right = tail === undefined ? [] : groups(tail);
+  const all = [...left, ...new Array<number>(8 - left.length - right.length).fill(0), ...right];
+  const bytes = Buffer.alloc(16);
+  all.forEach((group, index) => bytes.writeUInt16BE(group, index * 2));
+  return bytes;
+}
+
+function decodeAddress(bytes: Buffer): string {
+  if (bytes.length === 4) return [...bytes].join('.');
+  const groups = Array.from({ length: 8 }, (_, index) => bytes.readUInt16BE(index * 2));
+  // RFC 5952: the longest run of two or more zero groups becomes "::".
+  let bestStart = -1;
+  let bestLength = 1;
+  for (let start = 0; start < 8; start++) {
+    let length = 0;
+    while (start + length < 8 && groups[start + length] === 0) length++;
+    if (length > bestLength) [bestStart, bestLength] = [start, length];
+  }
+  const hex = groups.map((group) => group.toString(16));
+  if (bestStart < 0) return hex.join(':');
+  return `${hex.slice(0, bestStart).join(':')}::${hex.slice(bestStart + bestLength).join(':')}`;
+}
+
+/** Reads an Ethernet frame the peers captured; undefined when it carries neither IPv4 nor IPv6. */
+export function parseFrame(frame: Buffer): SeenPacket | undefined {
+  if (frame.length < 14) return undefined;
+  const ethertype = frame.readUInt16BE(12);
+  const ip = frame.subarray(14);
+  if (ethertype === 0x0800 && ip.length >= 20) {
+    const headerLength = (ip[0]! & 0x0f) * 4;
+    return withTransport(
+      {
+        family: 'ip',
+        src: decodeAddress(ip.subarray(12, 16)),
+        dst: decodeAddress(ip.subarray(16, 20)),
+        tag: ip.readUInt16BE(4),
+        ttl: ip[8]!,
+      },
+      ip[9]!,
+      ip.subarray(headerLength),
+    );
+  }
+  if (ethertype === 0x86dd && ip.length >= 40) {
+    return withTransport(
+      {
+        family: 'ip6',
+        src: decodeAddress(ip.subarray(8, 24)),
+        dst: decodeAddress(ip.subarray(24, 40)),
+        tag: ip.readUInt32BE(0) & 0xfffff,
+        ttl: ip[7]!,
+      },
+      ip[6]!,
+      ip.subarray(40),
+    );
+  }
+  return undefined;
+}
+
+function withTransport(base: Omit<SeenPacket, 'protocol'>, number: number, l4: Buffer): SeenPacket {
+  const protocol = (Object.keys(PROTOCOL_NUMBER) as KernelProtocol[]).find((name) => PROTOCOL_NUMBER[name] === number);
+  if (protocol === undefined) return { ...base, protocol: `proto-${number}` };
+  if ((protocol === 'tcp' || protocol === 'udp') && l4.length >= 4) {
+    const ports = { protocol, sport: l4.readUInt16BE(0), dport: l4.readUInt16BE(2) };
+    return protocol === 'tcp' && l4.length >= 14 ? { ...base, ...ports, tcpFlags: decodeTcpFlags(l4[13]!) } : { ...base, ...ports };
+  }
+  // ICMP echo: the identifier plays the source port's part (NAT rewrites it like one).
+  if (l4.length >= 6) return { ...base, protocol, sport: l4.readUInt16BE(4) };
+  return { ...base, protocol };
+}

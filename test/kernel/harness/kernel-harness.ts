@@ -1,0 +1,585 @@
+// The kernel side of the differential tests (issue 4): a node network namespace built from a host
+// description, one veth per host interface with its peer in a namespace of its own, and per case:
+// the rulesets loaded with `nft -f` / `iptables-nft-restore`, one crafted packet injected from the
+// iif's peer (or from a raw socket inside the node for the output path), the node's
+// `nft monitor trace` and what the peers capture read back.
+//
+// One harness keeps its namespaces for all its cases: a case flushes the ruleset and the conntrack
+// table instead of rebuilding anything, so it costs a few process starts (nft, iptables-nft-restore)
+// and no more. Packet I/O goes through packet-agent.py, one long-lived process that opened its
+// sockets in every namespace at the start.
+//
+// Knowing when a case is over: after the case packet the agent sends a sentinel (UDP 9 → 9) the
+// same way in; the trace table drops it at priority -500, before any other chain. Its trace line
+// comes after every line of the case packet, since the kernel handles the two in order.
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import path from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { createNamespace, deleteNamespace, runInNamespace, runInNamespaceOrThrow } from '../helpers/network-namespace.mjs';
+import { craftPacket, findIpFamily, parseFrame, type KernelPacket, type SeenPacket } from './craft-packet.js';
+import { parseNftTraceLine, type TraceEvent, type TracePacketLine } from './parse-nft-trace.js';
+
+export interface HostInterface {
+  readonly name: string;
+  /** `192.0.2.10/24`, `2001:db8::10/64`. */
+  readonly addresses: readonly string[];
+}
+
+export interface HostRoute {
+  /** `default` or a prefix. */
+  readonly dst: string;
+  readonly via?: string;
+  readonly dev: string;
+}
+
+/** The `host` of the issue's packet JSON. */
+export interface KernelHost {
+  readonly interfaces: readonly HostInterface[];
+  readonly routes?: readonly HostRoute[];
+  readonly forwarding?: boolean;
+}
+
+export interface KernelRuleset {
+  /** nft: `nft -f`; iptables / ip6tables: iptables-save text for `ip(6)tables-nft-restore`. */
+  readonly kind: 'nft' | 'iptables' | 'ip6tables';
+  readonly text: string;
+}
+
+export interface KernelCase {
+  /** Loaded in this order (the kernel registers base chains of equal priority in load order). */
+  readonly rulesets: readonly KernelRuleset[];
+  readonly packet: KernelPacket;
+}
+
+export interface KernelHarnessOptions {
+  /** More addresses for a peer, by host interface name (e.g. the pods behind cni0); `a.b.c.d/len`. */
+  readonly peerAddresses?: Readonly<Record<string, readonly string[]>>;
+}
+
+/** A trace event with what the listing of the loaded ruleset says about its chain and rule. */
+export interface KernelTraceEvent extends TraceEvent {
+  /** Hook of the base chain the packet was in (a regular chain inherits its caller's). */
+  readonly hook?: string;
+  /** Priority of that base chain. */
+  readonly priority?: number;
+  /** 0-based position of the rule in its chain (kind rule). */
+  readonly ruleIndex?: number;
+}
+
+export interface KernelPacketSeen extends SeenPacket {
+  /** The host interface whose far side received the packet. */
+  readonly iface: string;
+}
+
+export type KernelDisposition = 'forwarded' | 'sent' | 'delivered' | 'dropped';
+
+/** Hooks whose end the packet reached, every chain of the rulesets at that hook passed. */
+export type KernelHookEnd = 'input' | 'forward' | 'postrouting';
+
+export interface KernelResult {
+  /** The case packet's trace without the harness's own table, in kernel order. */
+  readonly trace: readonly KernelTraceEvent[];
+  /** The `packet:` lines: the packet as each base chain first saw it (addresses before/after NAT). */
+  readonly packets: readonly TracePacketLine[];
+  /** What arrived on the far side, addresses and ports as rewritten by the node. */
+  readonly delivered: KernelPacketSeen | undefined;
+  /**
+   * forwarded / sent: passed the end of postrouting (from an interface / generated locally);
+   * delivered: passed the end of input; dropped: neither (a drop or reject verdict, which prints as
+   * drop, is then the last event; without one the stack dropped it, e.g. no route).
+   */
+  readonly disposition: KernelDisposition;
+  readonly reached: readonly KernelHookEnd[];
+  /** The raw trace lines of the case packet, kdtrace included, for failure messages. */
+  readonly lines: readonly string[];
+  readonly elapsedMs: number;
+}
+
+export interface KernelHarness {
+  readonly nodeNamespace: string;
+  readonly peerNamespaces: ReadonlyMap<string, string>;
+  run(testCase: KernelCase): Promise<KernelResult>;
+  close(): void;
+}
+
+const AGENT = path.join(path.dirname(fileURLToPath(import.meta.url)), 'packet-agent.py');
+const TRACE_TABLE = 'kdtrace';
+/** The peer's end of every veth, in the peer's own namespace. */
+const PEER_IFNAME = 'kdpeer';
+const SENTINEL_PORT = 9;
+/** The trace table's chains at the end of these hooks tell where the packet got to. */
+const HOOK_END_CHAINS: readonly KernelHookEnd[] = ['input', 'forward', 'postrouting'];
+/** Last of all, yet before conntrack confirmation (INT_MAX, include/uapi/linux/netfilter_ipv4.h). */
+const HOOK_END_PRIORITY = 2147483000;
+const SENTINEL_TIMEOUT_MS = 3000;
+/** How long frames may trail the sentinel's trace line (they are normally already queued). */
+const CAPTURE_GRACE_MS = 3;
+
+/**
+ * Builds the namespaces for `host` and starts the trace monitor and the packet agent. Call close()
+ * when done (it is also done at process exit); on failure everything made so far is removed.
+ */
+export async function openKernelHarness(host: KernelHost, options: KernelHarnessOptions = {}): Promise<KernelHarness> {
+  const namespaces: string[] = [];
+  const children: ChildProcessWithoutNullStreams[] = [];
+  let closed = false;
+  const close = (): void => {
+    if (closed) return;
+    closed = true;
+    for (const child of children) child.kill();
+    for (const name of namespaces) deleteNamespace(name);
+    process.off('exit', close);
+  };
+  process.on('exit', close);
+  try {
+    const node = createNamespace('kd');
+    namespaces.push(node);
+    const peers = new Map<string, string>();
+    host.interfaces.forEach((iface, index) => {
+      const peer = createNamespace(`kd-p${index}`);
+      namespaces.push(peer);
+      peers.set(iface.name, peer);
+    });
+    buildTopology(host, node, peers, options);
+    const monitor = startTraceMonitor(node);
+    children.push(monitor.child);
+    const agent = startAgent();
+    children.push(agent.child);
+    await agent.request({
+      op: 'open',
+      node: `/run/netns/${node}`,
+      peers: host.interfaces.map((iface, index) => ({
+        ns: `/run/netns/${peers.get(iface.name)}`,
+        ifname: PEER_IFNAME,
+        dstMac: nodeMac(index),
+        srcMac: peerMac(index),
+      })),
+    });
+    const runner = new CaseRunner(host, node, monitor, agent);
+    await runner.waitUntilMonitoring();
+    return {
+      nodeNamespace: node,
+      peerNamespaces: peers,
+      run: (testCase) => runner.run(testCase),
+      close,
+    };
+  } catch (error) {
+    close();
+    throw error;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Topology
+
+function nodeMac(index: number): string {
+  return `02:6b:64:00:${index.toString(16).padStart(2, '0')}:01`;
+}
+
+function peerMac(index: number): string {
+  return `02:6b:64:00:${index.toString(16).padStart(2, '0')}:02`;
+}
+
+/**
+ * The node's veths are NOARP: every next hop resolves at once to the device's own MAC, so no
+ * neighbour resolution can delay or lose a packet, whatever address NAT picked. The peer receives
+ * such frames as PACKET_OTHERHOST: its capture sees them, its stack drops them without a reply.
+ */
+function buildTopology(host: KernelHost, node: string, peers: ReadonlyMap<string, string>, options: KernelHarnessOptions): void {
+  const hasIpv6 = host.interfaces.some((iface) => iface.addresses.some((address) => findIpFamily(splitPrefix(address).address) === 'ip6'));
+  const forwarding = host.forwarding ?? true ? '1' : '0';
+  runInNamespaceOrThrow(node, [
+    'sysctl',
+    '-q',
+    '-w',
+    `net.ipv4.ip_forward=${forwarding}`,
+    'net.ipv4.conf.all.rp_filter=0',
+    'net.ipv4.conf.default.rp_filter=0',
+    `net.ipv6.conf.all.disable_ipv6=${hasIpv6 ? 0 : 1}`,
+    `net.ipv6.conf.default.disable_ipv6=${hasIpv6 ? 0 : 1}`,
+    ...(hasIpv6
+      ? [
+          `net.ipv6.conf.all.forwarding=${forwarding}`,
+          'net.ipv6.conf.default.accept_dad=0',
+          'net.ipv6.conf.default.accept_ra=0',
+          'net.ipv6.conf.default.router_solicitations=0',
+        ]
+      : []),
+  ]);
+  const nodeBatch = ['link set dev lo up'];
+  host.interfaces.forEach((iface, index) => {
+    const peer = peers.get(iface.name)!;
+    runInNamespaceOrThrow(peer, ['sysctl', '-q', '-w', 'net.ipv6.conf.all.disable_ipv6=1', 'net.ipv6.conf.default.disable_ipv6=1']);
+    const created = runInNamespace(node, [
+      'ip', 'link', 'add', iface.name, 'address', nodeMac(index), 'type', 'veth',
+      'peer', 'name', PEER_IFNAME, 'address', peerMac(index), 'netns', peer,
+    ]);
+    if (created.status !== 0) throw new Error(`creating veth ${iface.name}: ${created.stderr.trim()}`);
+    nodeBatch.push(`link set dev ${iface.name} arp off`, `link set dev ${iface.name} up`);
+    for (const address of iface.addresses) {
+      const nodad = findIpFamily(splitPrefix(address).address) === 'ip6' ? ' nodad' : '';
+      nodeBatch.push(`address add ${address} dev ${iface.name}${nodad}`);
+    }
+    const peerBatch = ['link set dev lo up', `link set dev ${PEER_IFNAME} arp off`, `link set dev ${PEER_IFNAME} up`];
+    for (const address of choosePeerAddresses(host, iface, options.peerAddresses?.[iface.name] ?? [])) {
+      peerBatch.push(`address add ${address} dev ${PEER_IFNAME}`);
+    }
+    const back = iface.addresses.map(splitPrefix).find((prefix) => findIpFamily(prefix.address) === 'ip');
+    if (back) peerBatch.push(`route add default via ${back.address} dev ${PEER_IFNAME}`);
+    runInNamespaceOrThrow(peer, ['ip', '-batch', '-'], `${peerBatch.join('\n')}\n`);
+  });
+  for (const route of host.routes ?? []) {
+    const v6 = route.via ? findIpFamily(route.via) === 'ip6' : route.dst.includes(':');
+    const dst = route.dst === 'default' ? (v6 ? '::/0' : '0.0.0.0/0') : route.dst;
+    nodeBatch.push(`route add ${dst}${route.via ? ` via ${route.via}` : ''} dev ${route.dev}`);
+  }
+  runInNamespaceOrThrow(node, ['ip', '-batch', '-'], `${nodeBatch.join('\n')}\n`);
+}
+
+function splitPrefix(text: string): { address: string; length: number } {
+  const [address = '', length] = text.split('/');
+  return { address, length: Number(length ?? (address.includes(':') ? 128 : 32)) };
+}
+
+/**
+ * The peer's addresses: every gateway the routes name on this interface, the given extra ones, and
+ * else the first host address of each IPv4 subnet that is not the node's. Only for looks and for
+ * traffic the peer might originate: the capture works below IP and needs none.
+ */
+function choosePeerAddresses(host: KernelHost, iface: HostInterface, extra: readonly string[]): string[] {
+  const chosen = new Set(extra);
+  for (const text of iface.addresses) {
+    const { address, length } = splitPrefix(text);
+    if (findIpFamily(address) !== 'ip') continue;
+    const gateways = (host.routes ?? []).filter((route) => route.dev === iface.name && route.via && findIpFamily(route.via) === 'ip');
+    for (const route of gateways) chosen.add(`${route.via}/${length}`);
+    if (gateways.length === 0 && length < 31) {
+      const base = ipv4ToNumber(address) & (length === 0 ? 0 : ~0 << (32 - length));
+      const own = ipv4ToNumber(address);
+      const candidate = base + 1 === own ? base + 2 : base + 1;
+      chosen.add(`${numberToIpv4(candidate)}/${length}`);
+    }
+  }
+  return [...chosen];
+}
+
+function ipv4ToNumber(address: string): number {
+  return address.split('.').reduce((value, part) => value * 256 + Number(part), 0) | 0;
+}
+
+function numberToIpv4(value: number): string {
+  return [24, 16, 8, 0].map((shift) => (value >>> shift) & 0xff).join('.');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Processes
+
+interface TraceMonitor {
+  readonly child: ChildProcessWithoutNullStreams;
+  /** Every line from now on goes to `listener` (replacing the previous one). */
+  listen(listener: (line: string) => void): void;
+}
+
+function startTraceMonitor(node: string): TraceMonitor {
+  // stdbuf: nft writes through stdio, which a pipe would otherwise block-buffer.
+  const child = spawn('ip', ['netns', 'exec', node, 'stdbuf', '-oL', 'nft', 'monitor', 'trace']);
+  let listener: (line: string) => void = () => {};
+  createInterface({ input: child.stdout }).on('line', (line) => listener(line));
+  child.stderr.resume();
+  return { child, listen: (next) => (listener = next) };
+}
+
+interface Agent {
+  readonly child: ChildProcessWithoutNullStreams;
+  request(message: Record<string, unknown>): Promise<Record<string, unknown>>;
+}
+
+function startAgent(): Agent {
+  const child = spawn('python3', ['-u', AGENT]);
+  const waiting: { resolve: (reply: Record<string, unknown>) => void; reject: (error: Error) => void }[] = [];
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  createInterface({ input: child.stdout }).on('line', (line) => {
+    const reply = JSON.parse(line) as Record<string, unknown>;
+    const next = waiting.shift();
+    if (!next) return;
+    if (reply.ok === true) next.resolve(reply);
+    else next.reject(new Error(`packet agent: ${String(reply.error)}`));
+  });
+  child.on('exit', (code) => {
+    for (const next of waiting.splice(0)) next.reject(new Error(`packet agent exited (${code}): ${stderr.trim()}`));
+  });
+  return {
+    child,
+    request: (message) =>
+      new Promise((resolve, reject) => {
+        waiting.push({ resolve, reject });
+        child.stdin.write(`${JSON.stringify(message)}\n`);
+      }),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cases
+
+interface ListedChain {
+  readonly hook?: string;
+  readonly priority?: number;
+  /** Rule handles in chain order. */
+  readonly handles: number[];
+}
+
+interface NftJsonListing {
+  readonly nftables: readonly Record<string, Record<string, unknown>>[];
+}
+
+class CaseRunner {
+  private nextTag = 1;
+  private readonly listings = new Map<string, ReadonlyMap<string, ListedChain>>();
+
+  constructor(
+    private readonly host: KernelHost,
+    private readonly node: string,
+    private readonly monitor: TraceMonitor,
+    private readonly agent: Agent,
+  ) {}
+
+  /** Sends sentinels until one shows in the trace: nft monitor has then subscribed. */
+  async waitUntilMonitoring(): Promise<void> {
+    this.loadRulesets([], undefined);
+    const deadline = Date.now() + SENTINEL_TIMEOUT_MS;
+    for (;;) {
+      const tag = this.takeTag();
+      const seen = this.collectTraceLines(200, tag);
+      const sentinel = craftSentinel('127.0.0.1', tag).toString('hex');
+      await this.agent.request({ op: 'inject', via: -1, packet: sentinel, sentinel, dst: '127.0.0.1' });
+      try {
+        await seen;
+        return;
+      } catch (error) {
+        if (Date.now() > deadline) throw new Error(`nft monitor trace in ${this.node} shows nothing: ${String(error)}`);
+      }
+    }
+  }
+
+  async run(testCase: KernelCase): Promise<KernelResult> {
+    const started = performance.now();
+    const { packet } = testCase;
+    const listing = this.loadRulesets(testCase.rulesets, packet.iif === undefined ? undefined : packet.mark);
+    await this.agent.request({ op: 'flush' });
+    const tag = this.takeTag();
+    const via = packet.iif === undefined ? -1 : this.host.interfaces.findIndex((iface) => iface.name === packet.iif);
+    if (via === -1 && packet.iif !== undefined) throw new Error(`packet.iif ${packet.iif} is not a host interface`);
+    if (packet.protocol === 'udp' && packet.sport === SENTINEL_PORT && packet.dport === SENTINEL_PORT) {
+      throw new Error(`UDP ${SENTINEL_PORT} → ${SENTINEL_PORT} is the harness's sentinel`);
+    }
+    const seen = this.collectTraceLines(SENTINEL_TIMEOUT_MS, tag);
+    await this.agent.request({
+      op: 'inject',
+      via,
+      packet: craftPacket(packet, tag).toString('hex'),
+      sentinel: craftSentinel(via === -1 ? '127.0.0.1' : '192.0.0.8', tag).toString('hex'),
+      dst: packet.dst,
+      mark: packet.iif === undefined ? parseMark(packet.mark) : 0,
+      oif: packet.oif,
+    });
+    const lines = await seen;
+    const capture = (await this.agent.request({ op: 'collect', graceMs: CAPTURE_GRACE_MS })) as { frames: { peer: number; hex: string }[] };
+    return this.buildResult(lines, capture.frames, tag, findIpFamily(packet.src), listing, packet, started);
+  }
+
+  /** 1..0xfffe, wrapping: fits an IPv4 identification and an IPv6 flow label, never 0. */
+  private takeTag(): number {
+    const tag = this.nextTag;
+    this.nextTag = (this.nextTag % 0xfffe) + 1;
+    return tag;
+  }
+
+  /**
+   * Flushes the ruleset, loads `rulesets` in order and the trace table, and returns the listing's
+   * chains. `mark`: the initial mark of a packet from outside, set by the trace table (a veth
+   * clears the mark of a packet crossing namespaces). The flush and the trace table ride along with
+   * the first nft ruleset when there is one (the trace table after it, so that a `flush ruleset`
+   * in it cannot remove it): every process start counts.
+   */
+  private loadRulesets(rulesets: readonly KernelRuleset[], mark: string | number | undefined): ReadonlyMap<string, ListedChain> {
+    const trace = traceTable(parseMark(mark));
+    const [first] = rulesets;
+    if (first?.kind !== 'nft') this.runOrThrow(['nft', '-f', '-'], `flush ruleset\n${trace}`, 'the trace table');
+    rulesets.forEach((ruleset, index) => {
+      const where = `ruleset ${index} (${ruleset.kind})`;
+      if (ruleset.kind !== 'nft') this.runOrThrow([`${ruleset.kind}-nft-restore`], ruleset.text, where);
+      else if (index === 0) this.runOrThrow(['nft', '-f', '-'], `flush ruleset\n${ruleset.text}\n${trace}`, `${where}, its line numbers + 1`);
+      else this.runOrThrow(['nft', '-f', '-'], ruleset.text, where);
+    });
+    const key = JSON.stringify(rulesets);
+    const cached = this.listings.get(key);
+    if (cached) return cached;
+    // After a flush, every table is new and numbers its chains and rules from 1 again: the same
+    // rulesets always get the same handles, so their listing can be reused.
+    const chains = readListing(this.runOrThrow(['nft', '-j', 'list', 'ruleset'], '', 'the listing'));
+    if (!chains.has(chainKey('inet', TRACE_TABLE, 'pre'))) throw new Error(`a ruleset removed table inet ${TRACE_TABLE}`);
+    this.listings.set(key, chains);
+    return chains;
+  }
+
+  /**
+   * Runs a tool in the node's network namespace. nsenter rather than `ip netns exec`, which also
+   * remounts /sys for each command: half the cost of a call, and nft and iptables need only the
+   * network namespace.
+   */
+  private runOrThrow(args: readonly string[], input: string, what: string): string {
+    const result = spawnSync('nsenter', [`--net=/run/netns/${this.node}`, ...args], { input, encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+    if (result.status !== 0) throw new Error(`${what} refused by ${args[0]}: ${(result.stderr ?? String(result.error)).trim().slice(0, 2000)}`);
+    return result.stdout;
+  }
+
+  /**
+   * The trace lines up to the drop of the sentinel tagged `tag`; rejects after `timeoutMs`. The
+   * tag tells this inject's sentinel from a late one of an earlier inject.
+   */
+  private collectTraceLines(timeoutMs: number, tag: number): Promise<string[]> {
+    const lines: string[] = [];
+    let sentinelId: string | undefined;
+    const collected = new Promise<string[]>((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.monitor.listen(() => {});
+        reject(new Error(`no sentinel in the trace after ${timeoutMs} ms; lines: ${lines.slice(-20).join('\n')}`));
+      }, timeoutMs);
+      this.monitor.listen((line) => {
+        lines.push(line);
+        const parsed = parseNftTraceLine(line);
+        if (parsed?.kind === 'packet' && isSentinel(parsed.packet, tag)) sentinelId = parsed.packet.id;
+        if (parsed?.kind === 'event' && parsed.event.id === sentinelId && parsed.event.table === TRACE_TABLE && parsed.event.verdict === 'drop') {
+          clearTimeout(timer);
+          this.monitor.listen(() => {});
+          resolve(lines);
+        }
+      });
+    });
+    // Awaited only after the inject request: a failing request must not leave it unhandled.
+    collected.catch(() => {});
+    return collected;
+  }
+
+  private buildResult(
+    lines: readonly string[],
+    frames: readonly { peer: number; hex: string }[],
+    tag: number,
+    family: 'ip' | 'ip6',
+    chains: ReadonlyMap<string, ListedChain>,
+    packet: KernelPacket,
+    started: number,
+  ): KernelResult {
+    const tagKey = family === 'ip' ? 'ip id' : 'ip6 flowlabel';
+    const tagText = String(family === 'ip' ? tag & 0xffff : tag);
+    const parsed = lines.map((line) => ({ line, parsed: parseNftTraceLine(line) }));
+    const ids = new Set(
+      parsed.flatMap(({ parsed: p }) => (p?.kind === 'packet' && p.packet.fields[tagKey] === tagText ? [p.packet.id] : [])),
+    );
+    const mine = parsed.filter(({ parsed: p }) => p !== undefined && ids.has(p.kind === 'packet' ? p.packet.id : p.event.id));
+    const packets: TracePacketLine[] = [];
+    const trace: KernelTraceEvent[] = [];
+    let hook: string | undefined;
+    let priority: number | undefined;
+    const reached: KernelHookEnd[] = [];
+    for (const { parsed: p } of mine) {
+      if (p === undefined) continue;
+      if (p.kind === 'packet') {
+        if (p.packet.table !== TRACE_TABLE) packets.push(p.packet);
+        continue;
+      }
+      const event = p.event;
+      const chain = chains.get(chainKey(event.family, event.table, event.chain));
+      if (chain?.hook !== undefined) [hook, priority] = [chain.hook, chain.priority];
+      if (event.table === TRACE_TABLE && event.family === 'inet') {
+        const end = HOOK_END_CHAINS.find((name) => `end_${name}` === event.chain);
+        if (end && event.kind === 'policy') reached.push(end);
+        continue;
+      }
+      const ruleIndex = event.handle === undefined ? -1 : (chain?.handles.indexOf(event.handle) ?? -1);
+      trace.push({
+        ...event,
+        ...(hook === undefined ? {} : { hook, priority }),
+        ...(ruleIndex >= 0 ? { ruleIndex } : {}),
+      });
+    }
+    const delivered = frames
+      .map((frame) => ({ frame, seen: parseFrame(Buffer.from(frame.hex, 'hex')) }))
+      .find(({ seen }) => seen !== undefined && seen.family === family && seen.tag === (family === 'ip' ? tag & 0xffff : tag));
+    const seen: KernelPacketSeen | undefined = delivered?.seen && {
+      ...delivered.seen,
+      iface: this.host.interfaces[delivered.frame.peer]!.name,
+    };
+    return {
+      trace,
+      packets,
+      delivered: seen,
+      disposition: reached.includes('postrouting') ? (packet.iif === undefined ? 'sent' : 'forwarded') : reached.includes('input') ? 'delivered' : 'dropped',
+      reached,
+      lines: mine.map(({ line }) => line),
+      elapsedMs: performance.now() - started,
+    };
+  }
+}
+
+/** Chains by `family table name` from `nft -j list ruleset`: hook, priority and rule handles. */
+function readListing(json: string): Map<string, ListedChain> {
+  const listing = JSON.parse(json) as NftJsonListing;
+  const chains = new Map<string, ListedChain>();
+  for (const item of listing.nftables) {
+    const { chain, rule } = item;
+    if (chain) {
+      chains.set(chainKey(chain.family, chain.table, chain.name), {
+        ...(typeof chain.hook === 'string' ? { hook: chain.hook, priority: Number(chain.prio) } : {}),
+        handles: [],
+      });
+    } else if (rule) {
+      chains.get(chainKey(rule.family, rule.table, rule.chain))?.handles.push(Number(rule.handle));
+    }
+  }
+  return chains;
+}
+
+function chainKey(family: unknown, table: unknown, chain: unknown): string {
+  return `${String(family)} ${String(table)} ${String(chain)}`;
+}
+
+function parseMark(mark: string | number | undefined): number {
+  if (mark === undefined) return 0;
+  const value = typeof mark === 'number' ? mark : Number(mark);
+  if (!Number.isInteger(value) || value < 0 || value > 0xffffffff) throw new Error(`bad mark ${String(mark)}`);
+  return value;
+}
+
+/**
+ * The harness's own table: traces every packet from the first hook on, drops the sentinel, and
+ * gives a packet from outside its initial mark. Priority -500 comes before every usual chain
+ * (raw is -300, conntrack -200). Its end_* chains only show the packet got that far.
+ */
+function traceTable(mark: number): string {
+  const sentinel = `udp sport ${SENTINEL_PORT} udp dport ${SENTINEL_PORT} drop`;
+  return `table inet ${TRACE_TABLE} {
+  chain pre {
+    type filter hook prerouting priority -500; policy accept;
+    meta nftrace set 1
+    ${sentinel}${mark === 0 ? '' : `\n    meta mark set ${mark}`}
+  }
+  chain out {
+    type filter hook output priority -500; policy accept;
+    meta nftrace set 1
+    ${sentinel}
+  }
+${HOOK_END_CHAINS.map((hook) => `  chain end_${hook} {\n    type filter hook ${hook} priority ${HOOK_END_PRIORITY}; policy accept;\n    meta nftrace set 1\n  }\n`).join('')}}
+`;
+}
+
+function craftSentinel(address: string, tag: number): Buffer {
+  return craftPacket({ src: address, dst: address, protocol: 'udp', sport: SENTINEL_PORT, dport: SENTINEL_PORT }, tag);
+}
+
+function isSentinel(packet: TracePacketLine, tag: number): boolean {
+  const { fields } = packet;
+  return packet.table === TRACE_TABLE && fields['ip id'] === String(tag & 0xffff) && fields['udp dport'] === String(SENTINEL_PORT);
+}
