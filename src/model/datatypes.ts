@@ -1101,6 +1101,10 @@ const IPTABLES_REJECT: Readonly<Record<string, { readonly with: string; readonly
   'addr-unreach': { with: 'icmpv6', code: 'addr-unreachable' },
   'icmp6-port-unreachable': { with: 'icmpv6', code: 'port-unreachable' },
   'port-unreach': { with: 'icmpv6', code: 'port-unreachable' },
+  'icmp6-policy-fail': { with: 'icmpv6', code: 'policy-fail' },
+  'policy-fail': { with: 'icmpv6', code: 'policy-fail' },
+  'icmp6-reject-route': { with: 'icmpv6', code: 'reject-route' },
+  'reject-route': { with: 'icmpv6', code: 'reject-route' },
 };
 
 /** The nft reject an iptables `--reject-with NAME` stands for. */

@@ -604,21 +604,46 @@ function formatLiteral(lit: Literal, style: FlagStyle): string {
 }
 
 /** True when a match is nft 1.0.6's `value / mask` form: `(flags & mask) == value` on a
- * bitmask type with constant operands (src/expression.c relational_expr_print). */
+ * bitmask type with constant operands (src/expression.c relational_expr_print), except a
+ * one-flag mask tested for that flag, which nft 1.0.6 lists as `tcp flags & syn == syn`
+ * (checked with nft 1.0.6: `tcp flags syn / syn` lists so, `tcp flags syn / ack` does not). */
 function isSlashForm(rel: Relational): rel is Relational & { left: Binop } {
+  if (rel.left.kind === 'binop' && isOneFlagTestedForItself(rel.left.right, rel.right)) return false;
+  if (isNoneSet(rel)) return false;
   if (rel.slash) return rel.left.kind === 'binop';
   if (rel.op !== 'implicit' && rel.op !== '==' && rel.op !== '!=') return false;
   const left = rel.left;
   if (left.kind !== 'binop' || left.op !== '&') return false;
   const type = datatypeOf(left.left);
   if (!type || !isBitmaskType(type.name)) return false;
-  const isConstant = (e: Expr): boolean =>
-    e.kind === 'literal' || e.kind === 'flag-list' || (e.kind === 'binop' && e.op === '|' && isConstant(e.left) && isConstant(e.right));
-  return isConstant(left.right) && isConstant(rel.right);
+  return isConstantBits(left.right) && isConstantBits(rel.right);
+}
+
+/** A constant set of bits: a value, a flag list or `a | b`. */
+function isConstantBits(e: Expr): boolean {
+  return e.kind === 'literal' || e.kind === 'flag-list' || (e.kind === 'binop' && e.op === '|' && isConstantBits(e.left) && isConstantBits(e.right));
+}
+
+function isOneFlagTestedForItself(mask: Expr, value: Expr): boolean {
+  const text = formatBits(mask, 'list');
+  return !text.includes(',') && text === formatBits(value, 'list');
+}
+
+/** True when a match tests that none of some bits is set, `(flags & mask) == 0` on a bitmask
+ * type with a constant mask, which nft 1.0.6 lists as `tcp flags ! syn,ack` (checked with nft
+ * 1.0.6; JSON op "!"). */
+function isNoneSet(rel: Relational): rel is Relational & { left: Binop } {
+  if (rel.op !== '==' && rel.op !== 'implicit') return false;
+  if (rel.right.kind !== 'literal' || !/^(0x)?0+$/.test(rel.right.text)) return false;
+  const left = rel.left;
+  if (left.kind !== 'binop' || left.op !== '&') return false;
+  const type = datatypeOf(left.left);
+  return type !== undefined && isBitmaskType(type.name) && isConstantBits(left.right);
 }
 
 /** A relational expression (a match) as nft 1.0.6 prints it. */
 export function formatRelational(rel: Relational): string {
+  if (isNoneSet(rel)) return `${formatExpr(rel.left.left)} ! ${formatBits(rel.left.right, 'list')}`;
   if (isSlashForm(rel)) {
     const op = rel.op === '!=' ? '!= ' : '';
     return `${formatExpr(rel.left.left)} ${op}${formatBits(rel.right, 'list')} / ${formatBits(rel.left.right, 'list')}`;

@@ -474,10 +474,14 @@ class RuleLowering {
     if (native) for (const o of m.options) this.tcpFlagsOption(o);
     // The source port first, as both orders do.
     const ports = m.options.filter((o) => o.name === 'sport').concat(m.options.filter((o) => o.name === 'dport'));
+    // After `! -p tcp` the ports are read from whatever transport header there is: nft.c
+    // add_nft_tcp/add_nft_udp add `th` payloads when the protocol is negated (checked with
+    // iptables-nft 1.8.9: `! -p tcp -m tcp --dport 3` lists `meta l4proto != tcp th dport 3`).
+    const header = native && this.rule.protocol?.negated ? 'th' : m.name;
     for (const o of ports) {
       if (o.value.type !== 'range') continue;
       const { from, to } = o.value;
-      const left = payload(o.span, m.name, o.name);
+      const left = payload(o.span, header, o.name);
       // The full range of tcp or udp matches every packet of the protocol: iptables-nft adds
       // nothing for it (and tcp_xlate prints nothing).
       if ((m.name === 'tcp' || m.name === 'udp') && from === 0 && to === 65535 && !o.negated) continue;
@@ -762,6 +766,68 @@ class RuleLowering {
     return true;
   }
 
+  /** connbytes_xlate (libxt_connbytes.c): `--connbytes N` (iptables-save's spelling of `N:`,
+   * up to the largest count) is `>= N`; both directions are nft's `ct` without a direction,
+   * which sums them as xt_connbytes does. */
+  connbytes(m: IptablesMatch): boolean {
+    const get = (name: string) => m.options.find((o) => o.name === name);
+    const count = get('connbytes');
+    const dir = get('connbytes-dir')?.value;
+    const mode = get('connbytes-mode')?.value;
+    if (count?.value.type !== 'range' || count.negated || dir?.type !== 'string' || mode?.type !== 'string') return false;
+    const key = CONNBYTES_MODES[mode.s];
+    const direction = CONNBYTES_DIRECTIONS[dir.s];
+    if (key === undefined || direction === undefined) return false;
+    const span = count.span;
+    const left = direction === 'both' ? ct(span, key) : ct(span, key, direction);
+    const { from, to } = count.value;
+    if (!count.args[0]?.includes(':')) this.match(span, left, '>=', lit(span, String(from)));
+    else this.match(span, left, 'implicit', rangeLiteral(span, from, to));
+    return true;
+  }
+
+  /** quota_xlate (libxt_quota.c): `quota [over] N bytes`, for byte counts a number holds
+   * exactly. */
+  quota(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.value.type !== 'u64' || m.options.length !== 1) return false;
+    const amount = Number(o.value.decimal);
+    if (!Number.isSafeInteger(amount)) return false;
+    this.stmts.push({ kind: 'quota', span: m.span, over: o.negated, amount, unit: 'bytes' });
+    return true;
+  }
+
+  /** ecn_xlate (libxt_ecn.c): ECE and CWR are tcp flags (nft calls ECE `ecn`), the IP ECT
+   * field is the ECN field of the family's header (xt_ecn.c ecn_mt4 / ecn_mt6). A negated
+   * flag is the flag clear. */
+  ecn(m: IptablesMatch): boolean {
+    const order = ['ecn-tcp-ece', 'ecn-tcp-cwr', 'ecn-ip-ect'];
+    const options = [...m.options].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
+    if (options.some((o) => o.name === 'ecn-ip-ect' && (o.value.type !== 'number' || o.value.n > 3))) return false;
+    for (const o of options) {
+      if (o.name === 'ecn-ip-ect' && o.value.type === 'number') {
+        this.match(o.span, payload(o.span, this.family, 'ecn'), o.negated ? '!=' : 'implicit', lit(o.span, String(o.value.n)));
+        continue;
+      }
+      const flag = lit(o.span, o.name === 'ecn-tcp-ece' ? 'ecn' : 'cwr');
+      const flags = payload(o.span, 'tcp', 'flags');
+      if (o.negated) this.match(o.span, binop(o.span, '&', flags, flag), '==', lit(o.span, '0x0'));
+      else this.match(o.span, flags, 'implicit', flag);
+    }
+    return true;
+  }
+
+  /** realm_xlate (libipt_realm.c): the route's realm, masked. */
+  realm(m: IptablesMatch): boolean {
+    const o = m.options[0];
+    if (o?.value.type !== 'mark') return false;
+    const { value, mask } = o.value;
+    const left = meta(o.span, 'rtclassid', false);
+    if (mask === undefined || mask === 0xffffffff) this.match(o.span, left, o.negated ? '!=' : 'implicit', lit(o.span, String(value)));
+    else this.match(o.span, binop(o.span, '&', left, lit(o.span, String(mask))), o.negated ? '!=' : '==', lit(o.span, String(value)));
+    return true;
+  }
+
   // --- targets ------------------------------------------------------------------------------
 
   private lowerTarget(t: IptablesTarget): void {
@@ -959,6 +1025,45 @@ class RuleLowering {
     return true;
   }
 
+  /** DSCP_xlate (libxt_DSCP.c): xt_DSCP sets the DSCP bits and keeps the ECN bits, as a
+   * payload set of the dscp field does. */
+  dscpTarget(t: IptablesTarget): boolean {
+    const o = t.options[0];
+    const value = o === undefined || t.options.length !== 1 ? undefined : dscpValue(o);
+    if (o === undefined || value === undefined) return false;
+    const target = { kind: 'payload', span: o.span, protocol: this.family, field: 'dscp' } as const;
+    this.stmts.push({ kind: 'payload-set', span: t.span, target, value: typeAgainst(lit(o.span, `0x${value.toString(16).padStart(2, '0')}`), target) });
+    return true;
+  }
+
+  /** AUDIT_xlate (libxt_AUDIT.c): an audit log record; the kernel ignores --type since
+   * Linux 4.12. */
+  audit(t: IptablesTarget): boolean {
+    this.stmts.push({ kind: 'log', span: t.span, level: 'audit', flags: [] });
+    return true;
+  }
+
+  /** CLASSIFY_xlate (libxt_CLASSIFY.c): the skb priority as a tc class `major:minor`. */
+  classify(t: IptablesTarget): boolean {
+    const o = t.options[0];
+    const parts = o?.value.type === 'string' ? /^([0-9a-f]{1,4}):([0-9a-f]{1,4})$/i.exec(o.value.s) : null;
+    if (!o || !parts) return false;
+    const text = `${parseInt(parts[1]!, 16).toString(16)}:${parseInt(parts[2]!, 16).toString(16)}`;
+    this.stmts.push({ kind: 'meta-set', span: t.span, key: 'priority', qualified: true, value: typeWith(lit(o.span, text), { name: 'classid', bits: 32 }) });
+    return true;
+  }
+
+  /** TEE_xlate (libxt_TEE.c): a copy to the gateway, through the interface when given. */
+  tee(t: IptablesTarget): boolean {
+    const gateway = t.options.find((o) => o.name === 'gateway');
+    const oif = t.options.find((o) => o.name === 'oif');
+    if (gateway?.value.type !== 'address' || (oif !== undefined && oif.value.type !== 'string')) return false;
+    const addr = typeWith(lit(gateway.span, gateway.value.address.address), this.family === 'ip' ? IPV4_ADDR : IPV6_ADDR);
+    const device = oif?.value.type === 'string' ? quotedLit(oif.span, oif.value.s) : undefined;
+    this.stmts.push({ kind: 'dup', span: t.span, addr, ...(device ? { device } : {}) });
+    return true;
+  }
+
   nfqueue(t: IptablesTarget): boolean {
     const get = (name: string) => t.options.find((o) => o.name === name)?.value;
     const num = get('queue-num');
@@ -1012,6 +1117,10 @@ const MATCH_LOWERINGS: Readonly<Record<string, MatchLowering>> = {
   cgroup: p.cgroup,
   esp: p.spi,
   ah: p.spi,
+  connbytes: p.connbytes,
+  quota: p.quota,
+  ecn: p.ecn,
+  realm: p.realm,
 };
 
 // Matches with real semantics that nft cannot express, kept as typed xt extensions for the
@@ -1034,6 +1143,10 @@ const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
   TCPMSS: p.tcpmss,
   TRACE: p.trace,
   NFQUEUE: p.nfqueue,
+  DSCP: p.dscpTarget,
+  AUDIT: p.audit,
+  CLASSIFY: p.classify,
+  TEE: p.tee,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1099,6 +1212,10 @@ function dscpValue(o: IptablesOption): number | undefined {
   if (o.value.type === 'number') return o.value.n <= 0x3f ? o.value.n : undefined;
   return o.value.type === 'string' ? DSCP_CLASSES[o.value.s.toUpperCase()] : undefined;
 }
+
+// libxt_connbytes.c modes and directions, and the nft ct keys they are.
+const CONNBYTES_MODES: Readonly<Record<string, string>> = { packets: 'packets', bytes: 'bytes', avgpkt: 'avgpkt' };
+const CONNBYTES_DIRECTIONS: Readonly<Record<string, 'original' | 'reply' | 'both'>> = { original: 'original', reply: 'reply', both: 'both' };
 
 // syslog levels by number (LOG --log-level 4), as nft names them.
 const LOG_LEVELS: readonly string[] = ['emerg', 'alert', 'crit', 'err', 'warn', 'notice', 'info', 'debug'];

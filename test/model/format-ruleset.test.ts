@@ -46,6 +46,13 @@ describe('formatStmt', () => {
       'tcp flags != syn / fin,syn,rst,ack',
     ],
     [
+      'one flag tested for itself as a binary operation, as nft 1.0.6 lists it',
+      match(and(payload('tcp', 'flags'), lit('syn')), lit('syn'), 'implicit', true),
+      'tcp flags & syn == syn',
+    ],
+    ['no flag set as nft 1.0.6 lists it (JSON op "!")', match(and(payload('tcp', 'flags'), lit('cwr')), lit('0x0'), '=='), 'tcp flags ! cwr'],
+    ['one flag tested for another in the bitmask form', match(and(payload('tcp', 'flags'), lit('ack')), lit('syn')), 'tcp flags syn / ack'],
+    [
       'a bitmask mask against a set, in parentheses',
       match(and(payload('tcp', 'flags'), flags('ack', 'urg')), {
         kind: 'set', span, elements: [{ kind: 'element', span, key: lit('ack') }],

@@ -137,6 +137,8 @@ describe('base matches and the protocol as iptables-nft 1.8.9 adds them (nft lis
     ['-p ipencap', 'meta l4proto ipencap counter packets 0 bytes 0'],
     ['-p 4', 'meta l4proto ipencap counter packets 0 bytes 0'],
     ['-p ipip', 'meta l4proto ipip counter packets 0 bytes 0'],
+    // After a negated protocol the ports come from any transport header.
+    ['! -p tcp -m tcp --dport 3', 'meta l4proto != tcp th dport 3 counter packets 0 bytes 0'],
   ])('%s → %s', (spec, nft) => {
     expect(inputRules(`-A INPUT ${spec}`)).toEqual([nft]);
   });
@@ -153,6 +155,16 @@ describe('matches translated as nft lists them', () => {
     ['-p esp -m esp ! --espspi 5', 'meta l4proto esp esp spi != 5'],
     ['-p esp -m esp --espspi 0:4294967295', 'meta l4proto esp'],
     ['-p ah -m ah --ahspi 3', 'meta l4proto ah ah spi 3'],
+    ['-m connbytes --connbytes 0:1000 --connbytes-mode packets --connbytes-dir original', 'ct original packets 0-1000'],
+    // iptables-save's `--connbytes 1000` is 1000 and up.
+    ['-m connbytes --connbytes 1000 --connbytes-mode avgpkt --connbytes-dir both', 'ct avgpkt >= 1000'],
+    ['-m connbytes --connbytes 7:7 --connbytes-mode bytes --connbytes-dir reply', 'ct reply bytes 7'],
+    ['-m quota --quota 1000', 'quota 1000 bytes'],
+    ['-m quota ! --quota 0', 'quota over 0 bytes'],
+    ['-p tcp -m ecn --ecn-tcp-ece --ecn-tcp-cwr --ecn-ip-ect 2', 'meta l4proto tcp tcp flags ecn tcp flags cwr ip ecn ect0'],
+    ['-p tcp -m ecn ! --ecn-tcp-cwr ! --ecn-ip-ect 1', 'meta l4proto tcp tcp flags ! cwr ip ecn != ect1'],
+    ['-m realm --realm 0x2a', 'meta rtclassid 42'],
+    ['-m realm ! --realm 0x1/0x2a', 'meta rtclassid & 42 != 1'],
   ])('%s → %s', (spec, nft) => {
     expect(inputRules(`-A INPUT ${spec}`)).toEqual([`${nft} counter packets 0 bytes 0`]);
   });
@@ -161,9 +173,19 @@ describe('matches translated as nft lists them', () => {
     ['-m ah --ahspi 3:3', 'ah spi 3'],
     ['-m ah --ahspi 0:4294967295', 'meta l4proto ah'],
     ['-m dscp --dscp 0', 'ip6 dscp cs0'],
+    ['-p tcp -m ecn --ecn-ip-ect 3', 'meta l4proto tcp ip6 ecn ce'],
   ])('ip6tables %s → %s', (spec, nft) => {
     const { ruleset } = lower(`*filter\n:INPUT ACCEPT [0:0]\n-A INPUT ${spec}\nCOMMIT\n`, 'ip6');
     expect(chainOf(ruleset, 'filter', 'INPUT').rules.map((r) => formatRule(r))).toEqual([`${nft} counter packets 0 bytes 0`]);
+  });
+
+  it.each([
+    ['-j REJECT --reject-with icmp6-policy-fail', 'reject with icmpv6 type policy-fail'],
+    ['-j REJECT --reject-with icmp6-reject-route', 'reject with icmpv6 type reject-route'],
+    ['-j TEE --gateway 2001:db8::1', 'dup to 2001:db8::1'],
+  ])('ip6tables %s → %s', (spec, nft) => {
+    const { ruleset } = lower(`*filter\n:INPUT ACCEPT [0:0]\n-A INPUT ${spec}\nCOMMIT\n`, 'ip6');
+    expect(chainOf(ruleset, 'filter', 'INPUT').rules.map((r) => formatRule(r))).toEqual([`counter packets 0 bytes 0 ${nft}`]);
   });
 });
 
@@ -215,6 +237,11 @@ describe('matches and targets', () => {
     ['-j NFQUEUE --queue-num 3 --queue-bypass', 'queue flags bypass to 3'],
     ['-j TRACE', 'meta nftrace set 1'],
     ['-j CT --notrack', 'notrack'],
+    ['-j AUDIT --type drop', 'log level audit'],
+    ['-j CLASSIFY --set-class 0000:ffff', 'meta priority set 0:ffff'],
+    ['-j TEE --gateway 1.1.1.1 --oif eth0', 'dup to 1.1.1.1 device "eth0"'],
+    ['-j DSCP --set-dscp 0x2e', 'ip dscp set ef'],
+    ['-j DSCP --set-dscp-class af11', 'ip dscp set af11'],
   ])('%s → %s', (spec, nft) => {
     const [rule] = inputRules(`-A INPUT ${spec}`);
     expect(rule?.replace(/^(meta l4proto tcp )?counter packets 0 bytes 0 /, '')).toBe(nft);

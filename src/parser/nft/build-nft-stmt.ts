@@ -11,7 +11,7 @@ import {
 // CST → AST for rule statements. A rule's comment statement is returned separately.
 
 const REL_OPS: Readonly<Record<string, Relational['op']>> = {
-  '==': '==', eq: '==', '!=': '!=', ne: '!=', '!': '!=', '<': '<', lt: '<', '>': '>', gt: '>',
+  '==': '==', eq: '==', '!=': '!=', ne: '!=', '<': '<', lt: '<', '>': '>', gt: '>',
   '<=': '<=', le: '<=', '>=': '>=', ge: '>=',
 };
 
@@ -299,6 +299,16 @@ function buildExprStmt(env: ExprEnv, n: CstNode): Stmt {
   const relOp = tok(n, 'op');
   const op = relOp ? REL_OPS[relOp.image] ?? '==' : 'implicit';
   const value = buildExpr(env, node(n, 'value')!);
+  if (relOp?.image === '!') {
+    // `tcp flags ! syn,ack`, `ct status ! dnat`: none of the bits is set, (x & v) == 0 (nft
+    // src/evaluate.c turns OP_NEG on a bitmask into exactly this).
+    const left: Expr = { kind: 'binop', span: spanTo(lhs.span, value.span.end), op: '&', left: lhs, right: value };
+    const zero: Expr = { kind: 'literal', span: value.span, text: '0' };
+    const relational: Relational = { kind: 'relational', span, op: '==', left: typeInner(left), right: typeAgainst(zero, left) };
+    shareValues(env, relational.left);
+    shareValues(env, relational.right);
+    return { kind: 'match', span, expr: relational };
+  }
   const maskNode = node(n, 'mask');
   // Typed as typeInner would type the relational, without building it twice.
   if (maskNode) {

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Chain, Expr, Rule, Ruleset, Stmt } from '../../../src/model/ast.js';
 import { parseNft, parseNftRuleBody } from '../../../src/parser/nft/parse-nft.js';
+import { formatRuleset } from '../../../src/model/format-ruleset.js';
 
 function chainOf(ruleset: Ruleset, name: string): Chain {
   for (const t of ruleset.tables) for (const c of t.chains) if (c.name === name) return c;
@@ -278,5 +279,26 @@ describe('parseNft', () => {
     expect(r.diagnostics).toEqual([]);
     expect(chainOf(r.ruleset, 'c').rules).toHaveLength(300_000);
     expect(Date.now() - started).toBeLessThan(5000);
+  });
+});
+
+describe('`!` on a bitmask: none of the bits set', () => {
+  // nft src/evaluate.c turns OP_NEG on a bitmask into (x & v) == 0; nft 1.0.6 lists it back as
+  // `x ! v` and its JSON writes op "!" (checked with nft 1.0.6 in a namespace).
+  it.each([
+    ['tcp flags ! syn,ack', 'tcp flags', 'syn,ack'],
+    ['ct status ! dnat', 'ct status', 'dnat'],
+  ])('%s is (%s & %s) == 0 and prints back as written', (text, _lhs, _mask) => {
+    const listing = `table inet t {\n\tchain c {\n\t\t${text} accept\n\t}\n}\n`;
+    const { ruleset, diagnostics } = parseNft(listing);
+    expect(diagnostics).toEqual([]);
+    const match = ruleset.tables[0]!.chains[0]!.rules[0]!.stmts[0]!;
+    expect(match).toMatchObject({ kind: 'match', expr: { op: '==', left: { kind: 'binop', op: '&' }, right: { kind: 'literal', text: '0' } } });
+    expect(formatRuleset(ruleset)).toBe(listing);
+  });
+
+  it('prints the 1.1.x spelling `& (syn | ack) == 0` the way nft 1.0.6 lists it', () => {
+    const { ruleset } = parseNft('table inet t {\n\tchain c {\n\t\ttcp flags & (syn | ack) == 0 accept\n\t}\n}\n');
+    expect(formatRuleset(ruleset)).toContain('\t\ttcp flags ! syn,ack accept\n');
   });
 });
