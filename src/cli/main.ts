@@ -3,6 +3,7 @@ import { formatRuleset } from '../model/format-ruleset.js';
 import { isError } from '../model/diagnostic.js';
 import { formatDiagnostic } from '../report/format-diagnostic.js';
 import { loadInputs } from './read-inputs.js';
+import { addLintCommand } from './lint-command.js';
 import { addRunCommand } from './run-command.js';
 
 /** Exit codes (DESIGN.md): 0 ok, 1 findings or failed expectations, 2 usage or input error. */
@@ -48,6 +49,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
     });
 
   addRunCommand(program, io, (code) => (exitCode = code));
+  addLintCommand(program, io, (code) => (exitCode = code));
 
   try {
     await program.parseAsync([...argv]);

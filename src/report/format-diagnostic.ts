@@ -9,8 +9,18 @@ export function formatDiagnostic(
   const { span } = diagnostic;
   if (!span) return `${diagnostic.severity}: ${diagnostic.message}`;
   const head = `${span.file}:${span.line}:${span.column}: ${diagnostic.severity}: ${diagnostic.message}`;
+  const excerpt = quoteSpan(span, sources);
+  return excerpt === undefined ? head : `${head}\n${excerpt}`;
+}
+
+/** The source line of `span` and a caret under it (`^~~~`), or undefined when the file's text is
+ * unknown. Shared by diagnostics and lint findings. */
+export function quoteSpan(
+  span: { readonly file: string; readonly start: number; readonly end: number; readonly column: number },
+  sources: ReadonlyMap<string, string>,
+): string | undefined {
   const text = sources.get(span.file);
-  if (text === undefined) return head;
+  if (text === undefined) return undefined;
   const lineStart = span.start - (span.column - 1);
   let lineEnd = text.indexOf('\n', lineStart);
   if (lineEnd < 0) lineEnd = text.length;
@@ -18,5 +28,5 @@ export function formatDiagnostic(
   // Keep tabs in the padding so the caret lines up under tab-indented listings.
   const pad = line.slice(0, span.column - 1).replace(/[^\t]/g, ' ');
   const width = Math.max(1, Math.min(span.end, lineEnd) - span.start);
-  return `${head}\n${line}\n${pad}^${'~'.repeat(width - 1)}`;
+  return `${line}\n${pad}^${'~'.repeat(width - 1)}`;
 }

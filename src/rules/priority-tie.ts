@@ -1,0 +1,70 @@
+import type { Chain, Hook } from '../model/ast.js';
+import { buildHookIndex, chainsAt, NAT_HOOK_PRIORITY, type HookEntry } from '../sim/pipeline.js';
+import type { LintRule } from './framework/lint-rule.js';
+
+// The simulator's hook tables decide which base chains meet the same packet and which of them
+// share a slot: the kernel orders chains of equal priority by registration order
+// (net/netfilter/core.c nf_hook_entries_grow), which a listing does not record, so the outcome
+// can change after a reboot or an agent restart.
+const HOOKS: readonly Hook[] = ['ingress', 'prerouting', 'input', 'forward', 'output', 'postrouting'];
+
+export const priorityTie: LintRule = {
+  id: 'priority-tie',
+  meta: {
+    description: 'Two base chains in different tables that see the same packets at the same hook and priority, so their order depends on registration order.',
+    severity: 'warning',
+    docs: 'docs/rules/priority-tie.md',
+    messages: {
+      tie: '{{chain}} and {{other}} both run at {{hook}} priority {{priority}}: which runs first depends on which was registered first',
+      other: '{{other}} is registered here',
+    },
+  },
+  check(context) {
+    const index = buildHookIndex(context.ruleset);
+    const reported = new Set<string>();
+    const name = (e: HookEntry): string => `${e.table.family} ${e.table.name} ${e.chain.name}`;
+    for (const family of ['ip', 'ip6'] as const) {
+      for (const hook of HOOKS) {
+        const devices = hook === 'ingress' ? [...new Set((index.byHook.get(hook) ?? []).flatMap((r) => r.chain.base!.devices))] : [undefined];
+        for (const device of devices) {
+          const entries = chainsAt(index, hook, family, device).filter((e) => e.orderDependent);
+          for (const [i, a] of entries.entries()) {
+            for (const b of entries.slice(i + 1)) {
+              if (a.table === b.table || !isTied(hook, a, b)) continue;
+              // Report at the chain listed later, pointing back at the earlier one.
+              const [first, second] = isListedBefore(a.chain, b.chain) ? [a, b] : [b, a];
+              const key = `${hook}\0${name(first)}\0${name(second)}`;
+              if (reported.has(key)) continue;
+              reported.add(key);
+              context.report({
+                messageId: 'tie',
+                data: { chain: name(second), other: name(first), hook, priority: slotOf(hook, second) },
+                span: second.chain.base!.priority.span,
+                related: [{ messageId: 'other', data: { other: name(first) }, span: first.chain.base!.priority.span }],
+              });
+            }
+          }
+        }
+      }
+    }
+  },
+};
+
+/** Where a chain runs among the hook's entries: nat chains run inside the NAT hook, registered
+ * at its fixed priority (the simulator's NAT_HOOK_PRIORITY). */
+function slotOf(hook: Hook, e: HookEntry): number {
+  const nat = NAT_HOOK_PRIORITY[hook];
+  return e.chain.base!.type === 'nat' && nat !== undefined ? nat : e.priority;
+}
+
+/** Two chains tie when they share a slot; nat chains sharing the NAT hook are ordered among
+ * themselves by their own priority, so two of them tie only at the same priority. */
+function isTied(hook: Hook, a: HookEntry, b: HookEntry): boolean {
+  if (slotOf(hook, a) !== slotOf(hook, b)) return false;
+  const isNat = (e: HookEntry): boolean => e.chain.base!.type === 'nat' && NAT_HOOK_PRIORITY[hook] !== undefined;
+  return isNat(a) && isNat(b) ? a.priority === b.priority : true;
+}
+
+function isListedBefore(a: Chain, b: Chain): boolean {
+  return a.span.file === b.span.file ? a.span.start < b.span.start : a.span.file < b.span.file;
+}
