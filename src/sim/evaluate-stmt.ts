@@ -89,11 +89,19 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
     case 'meta-set':
       if (stmt.key === 'nftrace') return undefined;
       if (stmt.key !== 'mark') throw new NotModelled(`meta ${stmt.key} set`);
-      ctx.pkt.mark = integerOf(evaluateExpr(stmt.value, ctx), 'meta mark set');
+      {
+        // An expression with no value (`ct mark` without a conntrack entry) ends the rule as a
+        // mismatch: the expression sets NFT_BREAK (nft_ct.c nft_ct_get_eval), which is not traced.
+        const value = evaluateExpr(stmt.value, ctx);
+        if (value === undefined) return NO_MATCH;
+        ctx.pkt.mark = integerOf(value, 'meta mark set');
+      }
       return undefined;
     case 'ct-set': {
       if (stmt.key !== 'mark' && stmt.key !== 'zone') throw new NotModelled(`ct ${stmt.key} set`);
-      const value = integerOf(evaluateExpr(stmt.value, ctx), `ct ${stmt.key} set`);
+      const source = evaluateExpr(stmt.value, ctx);
+      if (source === undefined) return NO_MATCH;
+      const value = integerOf(source, `ct ${stmt.key} set`);
       // Without a conntrack entry there is nothing to set (nft_ct.c nft_ct_set_eval).
       if (!ctx.ctAttached || ctx.ct.state === 'invalid' || ctx.ct.state === 'untracked') return undefined;
       if (stmt.key === 'mark') ctx.ct.mark = value;

@@ -60,6 +60,45 @@ export const CONNTRACK_PRIORITY: Readonly<Partial<Record<Hook, number>>> = {
   output: -200,
 };
 
+/** Statement and expression kinds whose kernel expression enables conntrack in the network
+ * namespace (nf_ct_netns_get in its init: nft_ct.c nft_ct_get_init / nft_ct_set_init /
+ * nft_ct_helper_obj_init, nft_nat.c, nft_masq.c, nft_redir.c, nft_connlimit.c, nft_synproxy.c,
+ * nft_flow_offload.c). Since Linux 4.10 conntrack hooks are registered per namespace only on
+ * demand: with none of these, no packet gets a conntrack entry and the nat chains, which run from
+ * the NAT hooks only for a packet with one (nf_nat_core.c nf_nat_inet_fn: `if (!ct) return
+ * NF_ACCEPT`), never run. */
+const CONNTRACK_USER_KINDS: ReadonlySet<string> = new Set(['ct', 'ct-set', 'nat', 'ct-helper-object', 'ct-timeout-object', 'ct-expectation-object', 'synproxy', 'synproxy-object', 'flow-offload']);
+
+/** xt extensions that enable conntrack the same way (their checkentry calls nf_ct_netns_get:
+ * xt_conntrack.c, xt_state.c, xt_connmark.c, xt_CT.c, xt_nat.c, xt_MASQUERADE.c, xt_REDIRECT.c,
+ * xt_connlimit.c, xt_connbytes.c, xt_helper.c, xt_cluster.c). */
+const CONNTRACK_XT_EXTENSIONS: ReadonlySet<string> = new Set(['conntrack', 'state', 'connmark', 'CONNMARK', 'CT', 'DNAT', 'SNAT', 'MASQUERADE', 'REDIRECT', 'NETMAP', 'connlimit', 'connbytes', 'helper', 'cluster', 'connlabel']);
+
+function isConntrackUser(node: unknown): boolean {
+  if (node === null || typeof node !== 'object') return false;
+  if (Array.isArray(node)) return node.some(isConntrackUser);
+  const record = node as { readonly kind?: unknown; readonly name?: unknown };
+  if (typeof record.kind === 'string') {
+    if (CONNTRACK_USER_KINDS.has(record.kind)) return true;
+    if ((record.kind === 'xt' || record.kind === 'xt-extension') && typeof record.name === 'string') return CONNTRACK_XT_EXTENSIONS.has(record.name);
+  }
+  return Object.values(record).some(isConntrackUser);
+}
+
+/** The address families whose packets get a conntrack entry: those of the tables (inet and the
+ * other non-IP families: both) holding a conntrack user (nf_ct_netns_get(net, ctx->family)). */
+function findConntrackFamilies(ruleset: Ruleset): ReadonlySet<AddressFamily> {
+  const families = new Set<AddressFamily>();
+  for (const table of ruleset.tables) {
+    const covers: readonly AddressFamily[] = table.family === 'ip' ? ['ip'] : table.family === 'ip6' ? ['ip6'] : ['ip', 'ip6'];
+    if (covers.every((f) => families.has(f))) continue;
+    if (isConntrackUser(table.objects) || table.chains.some((chain) => chain.rules.some((rule) => isConntrackUser(rule.stmts)))) {
+      for (const f of covers) families.add(f);
+    }
+  }
+  return families;
+}
+
 /** A base chain as registered at a hook. */
 export interface HookEntry {
   readonly table: Table;
@@ -83,6 +122,8 @@ export interface HookIndex {
   readonly byHook: ReadonlyMap<Hook, readonly Registered[]>;
   readonly chains: WeakMap<Table, ReadonlyMap<string, Chain>>;
   readonly tableOf: WeakMap<Chain, Table>;
+  /** The families conntrack is enabled for (findConntrackFamilies). */
+  readonly conntrack: ReadonlySet<AddressFamily>;
 }
 
 export function buildHookIndex(ruleset: Ruleset): HookIndex {
@@ -103,7 +144,7 @@ export function buildHookIndex(ruleset: Ruleset): HookIndex {
     }
     chains.set(table, byName);
   }
-  return { byHook, chains, tableOf };
+  return { byHook, chains, tableOf, conntrack: findConntrackFamilies(ruleset) };
 }
 
 /** The base chains a packet of `family` meets at `hook` (arriving on `iif` for ingress), in the

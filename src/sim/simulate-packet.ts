@@ -168,18 +168,20 @@ function runOnce(index: HookIndex, host: Host, packet: Packet, choose: Chooser):
 function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
   ctx.hook = hook;
   const conntrackAt = CONNTRACK_PRIORITY[hook];
-  ctx.ctAttached = conntrackAt === undefined ? hook !== 'ingress' : false;
+  // No rule enables conntrack for this family: no packet ever gets an entry (pipeline.ts).
+  const tracked = ctx.index.conntrack.has(ctx.family);
+  ctx.ctAttached = conntrackAt === undefined ? tracked && hook !== 'ingress' : false;
   const natSlot = NAT_HOOK_PRIORITY[hook];
   for (const entry of chainsAt(ctx.index, hook, ctx.family, ctx.iif)) {
     const isNat = entry.chain.base?.type === 'nat';
     const slot = isNat && natSlot !== undefined ? natSlot : entry.priority;
-    if (conntrackAt !== undefined && slot > conntrackAt) ctx.ctAttached = true;
+    if (conntrackAt !== undefined && slot > conntrackAt) ctx.ctAttached = tracked;
     if (isNat && !isNatConsulted(ctx, hook)) continue;
     const result: ChainResult = evaluateBaseChain(entry, ctx);
     if (result.verdict === 'accept') continue;
     return endingOf(result);
   }
-  if (conntrackAt !== undefined) ctx.ctAttached = true;
+  if (conntrackAt !== undefined) ctx.ctAttached = tracked;
   return undefined;
 }
 
@@ -189,7 +191,7 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
  * loop ends at the first chain that initialised it). No entry (invalid, untracked): no NAT. */
 function isNatConsulted(ctx: SimContext, hook: Hook): boolean {
   const manip = NAT_MANIP[hook];
-  if (!manip || ctx.natDone.has(manip)) return false;
+  if (!manip || ctx.natDone.has(manip) || !ctx.ctAttached) return false;
   return ctx.ct.state === 'new' || ctx.ct.state === 'related';
 }
 

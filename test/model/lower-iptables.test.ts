@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -367,20 +367,4 @@ describe('lowering while reading (readIptablesSave into IptablesLowering)', () =
     expect(diagnostics).toStrictEqual(parsed.diagnostics);
     expect(streamed.diagnostics).toStrictEqual(whole.diagnostics);
   });
-});
-
-// Opt-in (LOWER_SPEED=1): the 240,000-line dump takes seconds, too long for every test run.
-const SPEED_DUMP = path.join(projectRoot, 'bench/out/kube-10k.save');
-describe.runIf(process.env.LOWER_SPEED === '1' && existsSync(SPEED_DUMP))('speed', () => {
-  it('parses and lowers the 10,000-service kube-proxy dump', () => {
-    const text = readFileSync(SPEED_DUMP, 'utf8');
-    const start = performance.now();
-    const { dump } = parseIptablesSave(text);
-    const parsed = performance.now();
-    const { ruleset } = lowerIptables(dump);
-    const end = performance.now();
-    const rules = ruleset.tables.reduce((n, t) => n + t.chains.reduce((m, c) => m + c.rules.length, 0), 0);
-    console.log(`kube-10k.save: ${text.split('\n').length} lines, parse ${(parsed - start).toFixed(0)} ms, lower ${(end - parsed).toFixed(0)} ms, ${rules} rules`);
-    expect(rules).toBeGreaterThan(100000);
-  }, 120_000);
 });

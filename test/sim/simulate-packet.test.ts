@@ -97,7 +97,8 @@ describe('hook order (net/netfilter/core.c nf_hook_entries_grow)', () => {
 
   it('runs nat chains in the NAT hook slot (NF_IP_PRI_NAT_SRC 100), after a filter chain at 99.5-like priorities below it', () => {
     // A nat chain at srcnat - 1 (99) runs at the NAT hook's 100, after a filter chain at 99.
-    const text = `${chain('ip', 'n', 'c', 'type nat hook postrouting priority 99;', '')}${chain('ip', 'f', 'c', 'type filter hook postrouting priority 99;', '')}`;
+    // (The filter chain's ct match enables conntrack, without which no nat chain runs.)
+    const text = `${chain('ip', 'n', 'c', 'type nat hook postrouting priority 99;', '')}${chain('ip', 'f', 'c', 'type filter hook postrouting priority 99;', '\t\tct state established accept')}`;
     const trace = simulateOne(text, FORWARDED).trace;
     expect(trace.map((e) => e.table)).toEqual(['f', 'n']);
     expect(trace.some((e) => e.orderDependent)).toBe(false);
@@ -146,6 +147,32 @@ describe('conntrack', () => {
     const o = simulateOne(text, LOCAL);
     expect(o.nat).toEqual([]);
     expect(o.mark).toBe('0x00000009');
+  });
+
+  // Kernel fact (found by test/kernel/differential.test.ts): conntrack hooks are registered in a
+  // network namespace only once a rule needs them (nf_ct_netns_get from the ct, nat, masq, redir…
+  // expressions and xt conntrack/state/NAT extensions); without them no packet has an entry and
+  // nf_nat_inet_fn returns before running any nat chain.
+  it.each([
+    ['a ruleset with no conntrack user runs no nat chain', '', false],
+    ['a ct match elsewhere enables conntrack: the nat chain runs', chain('ip', 'f', 'c', 'type filter hook forward priority 0;', '\t\tct state invalid drop'), true],
+    ['a NAT statement enables it', chain('ip', 'f', 'c', 'type nat hook prerouting priority dstnat;', '\t\tip daddr 1.1.1.1 dnat to 2.2.2.2'), true],
+    ['a ct match in an ip6 table does not enable it for IPv4', chain('ip6', 'f', 'c', 'type filter hook forward priority 0;', '\t\tct state invalid drop'), false],
+    ['an inet table enables it for IPv4 too', chain('inet', 'f', 'c', 'type filter hook forward priority 0;', '\t\tct state invalid drop'), true],
+  ])('%s', (_name, other, runs) => {
+    const o = simulateOne(`${chain('ip', 'nat', 'c', 'type nat hook postrouting priority srcnat;', '\t\tmeta mark set 5')}${other}`, FORWARDED);
+    expect(steps(o).filter((step) => step.startsWith('nat '))).toEqual(runs ? ['nat c rule continue', 'nat c policy accept'] : []);
+    expect(o.mark).toBe(runs ? '0x00000005' : '0x00000000');
+  });
+
+  // Kernel fact (found by test/kernel/differential.test.ts): with no conntrack entry yet (raw
+  // priority), `ct mark` has no value: nft_ct_get_eval sets NFT_BREAK, the rule ends unmatched
+  // and untraced, and the statements after it do not run.
+  it('meta mark set ct mark before conntrack ends the rule as a mismatch', () => {
+    const text = `${chain('ip', 'raw', 'c', 'type filter hook prerouting priority -300;', '\t\tmeta mark set ct mark meta mark set 7')}${chain('ip', 'f', 'c', 'type filter hook prerouting priority 0;', '\t\tct state invalid drop')}`;
+    const o = simulateOne(text, LOCAL);
+    expect(steps(o)).toEqual(['raw c policy accept', 'f c policy accept']);
+    expect(o).toMatchObject({ mark: '0x00000000', uncertain: false });
   });
 
   it('an established packet skips the nat chains (nf_nat_inet_fn only runs them for new)', () => {
