@@ -1,6 +1,8 @@
 // IP addresses as the simulator computes with them: unsigned integers of 32 (IPv4) or 128 (IPv6)
 // bits, so prefixes, ranges and comparisons are plain integer operations.
 
+import { formatIpv6 } from '../model/format-ipv6.js';
+
 export type AddressFamily = 'ip' | 'ip6';
 
 export interface Address {
@@ -92,7 +94,7 @@ export function isInCidr(address: Address, cidr: Cidr): boolean {
   return (address.n & mask) === (cidr.n & mask);
 }
 
-/** The canonical text: dotted quad, or RFC 5952 IPv6 (longest zero run compressed). */
+/** The canonical text: dotted quad, or IPv6 as inet_ntop (and so nft) writes it. */
 export function formatAddress(address: Address): string {
   if (address.family === 'ip') {
     const n = address.n;
@@ -100,22 +102,5 @@ export function formatAddress(address: Address): string {
   }
   const groups: number[] = [];
   for (let i = 7; i >= 0; i--) groups.push(Number((address.n >> BigInt(i * 16)) & 0xffffn));
-  let best = -1;
-  let bestLen = 1;
-  for (let i = 0; i < 8; ) {
-    if (groups[i] !== 0) {
-      i++;
-      continue;
-    }
-    let j = i;
-    while (j < 8 && groups[j] === 0) j++;
-    if (j - i > bestLen) {
-      best = i;
-      bestLen = j - i;
-    }
-    i = j;
-  }
-  const hex = groups.map((g) => g.toString(16));
-  if (best < 0) return hex.join(':');
-  return `${hex.slice(0, best).join(':')}::${hex.slice(best + bestLen).join(':')}`;
+  return formatIpv6(groups);
 }
