@@ -1,5 +1,5 @@
 import type { Chain, Hook } from '../model/ast.js';
-import { buildHookIndex, chainsAt, NAT_HOOK_PRIORITY, type HookEntry } from '../sim/pipeline.js';
+import { buildHookIndex, chainsAt, isTied, slotOf, type HookEntry } from '../sim/pipeline.js';
 import type { LintRule } from './framework/lint-rule.js';
 
 // The simulator's hook tables decide which base chains meet the same packet and which of them
@@ -49,21 +49,6 @@ export const priorityTie: LintRule = {
     }
   },
 };
-
-/** Where a chain runs among the hook's entries: nat chains run inside the NAT hook, registered
- * at its fixed priority (the simulator's NAT_HOOK_PRIORITY). */
-function slotOf(hook: Hook, e: HookEntry): number {
-  const nat = NAT_HOOK_PRIORITY[hook];
-  return e.chain.base!.type === 'nat' && nat !== undefined ? nat : e.priority;
-}
-
-/** Two chains tie when they share a slot; nat chains sharing the NAT hook are ordered among
- * themselves by their own priority, so two of them tie only at the same priority. */
-function isTied(hook: Hook, a: HookEntry, b: HookEntry): boolean {
-  if (slotOf(hook, a) !== slotOf(hook, b)) return false;
-  const isNat = (e: HookEntry): boolean => e.chain.base!.type === 'nat' && NAT_HOOK_PRIORITY[hook] !== undefined;
-  return isNat(a) && isNat(b) ? a.priority === b.priority : true;
-}
 
 function isListedBefore(a: Chain, b: Chain): boolean {
   return a.span.file === b.span.file ? a.span.start < b.span.start : a.span.file < b.span.file;

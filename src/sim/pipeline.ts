@@ -157,22 +157,35 @@ export function chainsAt(index: HookIndex, hook: Hook, family: AddressFamily, ii
   const entries = (index.byHook.get(hook) ?? []).filter(
     (r) => families.includes(r.table.family) && (hook !== 'ingress' || (iif !== undefined && r.chain.base!.devices.includes(iif))),
   );
-  const natSlot = NAT_HOOK_PRIORITY[hook];
+  // The NAT hook registers with the first nat chain, so all nat chains share its registration.
   const natOrder = Math.min(...entries.filter((r) => r.nat).map((r) => r.order));
-  const slotOf = (r: Registered): { priority: number; order: number } =>
-    r.nat && natSlot !== undefined ? { priority: natSlot, order: natOrder } : r;
+  const registration = (r: Registered): { priority: number; order: number } => ({
+    priority: slotOf(hook, r),
+    order: r.nat && NAT_HOOK_PRIORITY[hook] !== undefined ? natOrder : r.order,
+  });
   const byKernelOrder = (a: { priority: number; order: number }, b: { priority: number; order: number }): number =>
     a.priority - b.priority || b.order - a.order;
-  const sorted = [...entries].sort((a, b) => byKernelOrder(slotOf(a), slotOf(b)) || (a.nat && b.nat ? byKernelOrder(a, b) : 0));
-  const inNatGroup = (r: Registered): boolean => r.nat && natSlot !== undefined;
-  const isOrderDependent = (a: Registered, b: Registered): boolean => {
-    if (slotOf(a).priority !== slotOf(b).priority) return false;
-    return inNatGroup(a) && inNatGroup(b) ? a.priority === b.priority : true;
-  };
+  const sorted = [...entries].sort((a, b) => byKernelOrder(registration(a), registration(b)) || (a.nat && b.nat ? byKernelOrder(a, b) : 0));
   return sorted.map((r) => ({
     table: r.table,
     chain: r.chain,
     priority: r.priority,
-    orderDependent: sorted.some((o) => o !== r && isOrderDependent(r, o)),
+    orderDependent: sorted.some((o) => o !== r && isTied(hook, r, o)),
   }));
+}
+
+/** Where a base chain runs among a hook's entries: a nat chain inside the NAT hook, registered at
+ * its fixed priority (nf_nat_core.c), any other chain at its own priority. */
+export function slotOf(hook: Hook, entry: { readonly chain: Chain; readonly priority: number }): number {
+  const natSlot = NAT_HOOK_PRIORITY[hook];
+  return entry.chain.base?.type === 'nat' && natSlot !== undefined ? natSlot : entry.priority;
+}
+
+/** Two base chains at `hook` whose order is only their registration order: they share a slot,
+ * and nat chains sharing the NAT hook are ordered among themselves by their own priority, so two
+ * of them tie only at the same priority. */
+export function isTied(hook: Hook, a: { readonly chain: Chain; readonly priority: number }, b: { readonly chain: Chain; readonly priority: number }): boolean {
+  if (slotOf(hook, a) !== slotOf(hook, b)) return false;
+  const inNatHook = (e: { readonly chain: Chain }): boolean => e.chain.base?.type === 'nat' && NAT_HOOK_PRIORITY[hook] !== undefined;
+  return inNatHook(a) && inNatHook(b) ? a.priority === b.priority : true;
 }
