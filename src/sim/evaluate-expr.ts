@@ -401,10 +401,11 @@ export function matchRelational(rel: Relational, ctx: SimContext): boolean {
         mask |= v;
       }
       if (typeof left !== 'bigint') return false;
-      // A comma list tests any of the bits (nft: `ct state established,related` is
-      // `ct state & (established|related) != 0`); `==` compares the whole value.
-      if (rel.op === '==') return left === mask;
-      return ((left & mask) !== 0n) !== negated;
+      // Without an operator a comma list tests any of the bits (`ct state established,related`
+      // is `ct state & (established|related) != 0`); with `==` or `!=` nft compares the whole
+      // value (`ct state != new,related` is `cmp neq reg 0x0000000c`, nft --debug=netlink 1.0.6).
+      if (rel.op === 'implicit') return (left & mask) !== 0n;
+      return compare(left, mask, rel.op, right);
     }
     case 'prefix':
     case 'range':

@@ -137,6 +137,14 @@ describe('conntrack', () => {
     ['raw priority sees no entry yet', -300, 'ct state invalid', true],
     ['after conntrack the first packet is new', -150, 'ct state new', true],
     ['established does not match a new packet', 0, 'ct state established,related', false],
+    // A comma list without an operator tests any of the bits (nft's flagcmp)...
+    ['a list tests any of its states', 0, 'ct state new,related', true],
+    // ...but with `!=` or `==` nft compares the whole value: `ct state != new,related` is
+    // `cmp neq reg 1 0x0000000c` (nft 1.0.6 --debug=netlink), true for a new packet (0x8).
+    ['!= with a list compares the whole value', 0, 'ct state != new,related', true],
+    ['== with a list compares the whole value', 0, 'ct state == new,related', false],
+    // `!` is "none of these bits": (state & 0xc) == 0 (nft src/evaluate.c, OP_NEG).
+    ['! with a list means none of them', 0, 'ct state ! new,related', false],
   ])('%s', (_name, priority, match, matched) => {
     const o = simulateOne(chain('ip', 't', 'c', `type filter hook prerouting priority ${priority};`, `\t\t${match} meta mark set 1`), LOCAL);
     expect(o.mark).toBe(matched ? '0x00000001' : '0x00000000');
