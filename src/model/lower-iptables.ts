@@ -562,10 +562,10 @@ class RuleLowering {
       const v = o.value;
       if ((o.name === 'ctstate' || o.name === 'state') && v.type === 'names') {
         const nat = v.names.every((n) => n === 'SNAT' || n === 'DNAT');
-        this.match(o.span, ct(o.span, nat ? 'status' : 'state'), op, names(o.span, v.names.map((n) => (n === 'SNAT' ? 'snat' : n === 'DNAT' ? 'dnat' : n.toLowerCase()))));
+        this.flagsMatch(o, ct(o.span, nat ? 'status' : 'state'), v.names.map((n) => (n === 'SNAT' ? 'snat' : n === 'DNAT' ? 'dnat' : n.toLowerCase())));
       } else if (o.name === 'ctstatus' && v.type === 'names') {
         const sorted = [...v.names].sort((a, b) => CT_STATUS_ORDER.indexOf(a) - CT_STATUS_ORDER.indexOf(b));
-        this.match(o.span, ct(o.span, 'status'), op, names(o.span, sorted.map((n) => n.toLowerCase().replace('_', '-'))));
+        this.flagsMatch(o, ct(o.span, 'status'), sorted.map((n) => n.toLowerCase().replace('_', '-')));
       } else if (o.name === 'ctdir' && v.type === 'names') {
         this.match(o.span, ct(o.span, 'direction'), op, lit(o.span, (v.names[0] ?? '').toLowerCase()));
       } else if (o.name === 'ctproto' && v.type === 'string') {
@@ -583,6 +583,15 @@ class RuleLowering {
       } else return false;
     }
     return true;
+  }
+
+  /** xt_conntrack tests `(bits & mask) != 0`, inverted by `!`: any of the names, or with `!`
+   * none of them, `(x & mask) == 0` (printed `ct state ! new,related`). Not `!=`, which nft
+   * compiles to a whole-value compare. */
+  private flagsMatch(o: IptablesOption, left: Expr, items: readonly string[]): void {
+    const mask = names(o.span, items);
+    if (o.negated) this.match(o.span, binop(o.span, '&', left, mask), '==', lit(o.span, '0'));
+    else this.match(o.span, left, 'implicit', mask);
   }
 
   mark(m: IptablesMatch): boolean {

@@ -127,7 +127,6 @@ const DIFFERENCES: readonly Difference[] = [
   },
   { group: 'kernel-holds-xt', reason: 'xt match connbytes', pairs: ['libxt_connbytes.txlate:4', 'libxt_connbytes.txlate:10'] },
   { group: 'kernel-holds-xt', reason: 'xt match connlabel', pairs: ['libxt_connlabel.txlate:1', 'libxt_connlabel.txlate:4'] },
-  { group: 'kernel-holds-xt', reason: 'xt match conntrack', pairs: ['libxt_conntrack.txlate:4', 'libxt_conntrack.txlate:7', 'libxt_conntrack.txlate:37', 'libxt_conntrack.txlate:40'] },
   { group: 'kernel-holds-xt', reason: 'xt match dccp', pairs: ['libxt_dccp.txlate:10', 'libxt_dccp.txlate:13', 'libxt_dccp.txlate:16'] },
   {
     group: 'kernel-holds-xt',

@@ -199,6 +199,10 @@ describe('matches and targets', () => {
     ['-i eth+ ! -o lo', 'iifname "eth*" oifname != "lo"'],
     ['-m conntrack --ctstate RELATED,ESTABLISHED', 'ct state related,established'],
     ['-m conntrack --ctstate DNAT', 'ct status dnat'],
+    // xt_conntrack: `!` inverts "any of the states", so none of them: (state & mask) == 0, not the
+    // whole-value `!=` nft compiles for `ct state != new,related`.
+    ['-m conntrack ! --ctstate NEW,RELATED', 'ct state ! new,related'],
+    ['-m conntrack ! --ctstatus CONFIRMED,ASSURED', 'ct status ! assured,confirmed'],
     ['-m state --state NEW', 'ct state new'],
     ['-m mark --mark 0x4000/0x4000', 'meta mark & 0x00004000 == 0x00004000'],
     ['-m mark ! --mark 0x1', 'meta mark != 0x00000001'],
