@@ -768,8 +768,12 @@ class RuleLowering {
    * range tests nothing but the protocol, which ip6tables' ah (no -p needed) then tests. */
   spi(m: IptablesMatch): boolean {
     const o = m.options[0];
-    if (m.options.length > 1 || (o !== undefined && o.value.type !== 'range')) return false;
-    if (o?.value.type === 'range' && !(o.value.from === 0 && o.value.to === 0xffffffff)) {
+    // Only the SPI has a translation (`--ahlen`, `--ahres` stay xt matches).
+    if (m.options.length > 1 || (o !== undefined && (o.name !== `${m.name}spi` || o.value.type !== 'range'))) return false;
+    const full = o?.value.type === 'range' && o.value.from === 0 && o.value.to === 0xffffffff;
+    // An inverted full range never matches in xt_esp/xt_ah; nothing in nft says "never": keep xt.
+    if (full && o?.negated) return false;
+    if (o?.value.type === 'range' && !full) {
       this.match(o.span, payload(o.span, m.name, 'spi'), o.negated ? '!=' : 'implicit', rangeLiteral(o.span, o.value.from, o.value.to));
     } else if (m.name === 'ah' && this.family === 'ip6') this.match(m.span, meta(m.span, 'l4proto'), 'implicit', lit(m.span, 'ah'));
     return true;

@@ -259,6 +259,9 @@ describe('matches and targets', () => {
     ['-m recent --rcheck --seconds 60 --name foo', 'recent', false],
     ['-m socket --transparent', 'socket', false],
     ['-m conntrack --ctstate RELATED,DNAT', 'conntrack', false],
+    // xt_ah/xt_esp: an inverted full SPI range never matches, and `--ahlen` has no nft form.
+    ['-m esp ! --espspi 0:4294967295', 'esp', true],
+    ['-m ah ! --ahlen 120', 'ah', true],
     ['-m frobnicate --wibble 3', 'frobnicate', true],
   ])('keeps %s as a typed xt extension', (spec, name, warned) => {
     const { ruleset, diagnostics } = lower(`*filter\n:INPUT ACCEPT [0:0]\n-A INPUT ${spec} -j DROP\nCOMMIT\n`);
