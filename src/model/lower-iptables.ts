@@ -282,23 +282,20 @@ class TableState {
     const chains: Chain[] = [];
     for (const c of this.chains.values()) {
       const hook = iptablesNftChain(this.name, c.name);
-      chains.push({
-        kind: 'chain',
-        span: c.span,
-        name: c.name,
-        ...(hook
+      // One literal per case, not a conditional spread: a kube-proxy dump has 60,000 chains,
+      // and the spread copies each chain node and gives it a shape of its own.
+      const { span, name, rules } = c;
+      chains.push(
+        hook
           ? {
-              base: {
-                type: hook.type,
-                hook: hook.hook,
-                priority: { span: c.span, offset: hook.priority, value: hook.priority },
-                policy: c.policy,
-                devices: [],
-              },
+              kind: 'chain',
+              span,
+              name,
+              base: { type: hook.type, hook: hook.hook, priority: { span, offset: hook.priority, value: hook.priority }, policy: c.policy, devices: [] },
+              rules,
             }
-          : {}),
-        rules: c.rules,
-      });
+          : { kind: 'chain', span, name, rules },
+      );
     }
     return { kind: 'table', span, family: this.family, name: this.name, flags: [], objects: [], sets: [], flowtables: [], chains };
   }
@@ -419,8 +416,16 @@ class RuleLowering {
     this.stmts.push({ kind: 'xt-extension', span, type, name, options: xtOptions });
   }
 
+  /** As iptables-nft stores interfaces (iptables/nft-shared.c add_iface, 1.8.9): a trailing `+`
+   * becomes nft's trailing `*`; a literal trailing `*` (not special in iptables) is escaped; `-i +`
+   * matches every interface and stores nothing; `! -i +` matches none and is stored as the name
+   * no interface can have, "INVAL/D". */
   private interface(key: 'iifname' | 'oifname', m: { span: Span; negated: boolean; name: string; wildcard: boolean }): void {
-    const text = m.wildcard ? `${m.name}*` : m.name;
+    if (m.wildcard && m.name === '') {
+      if (m.negated) this.match(m.span, meta(m.span, key, false), 'implicit', quotedLit(m.span, 'INVAL/D'));
+      return;
+    }
+    const text = m.wildcard ? `${m.name}*` : m.name.replace(/\*$/, '\\*');
     this.match(m.span, meta(m.span, key, false), m.negated ? '!=' : 'implicit', quotedLit(m.span, text));
   }
 

@@ -183,9 +183,6 @@ const DIFFERENCES: readonly Difference[] = [
     pairs: ['libip6t_ah.txlate:22', 'libipt_ah.txlate:13', 'libxt_esp.txlate:16', 'libxt_esp.txlate:22', 'libip6t_mh.txlate:13'],
   },
 
-  { group: 'not-lowered', reason: 'iptables `*` is a literal interface name; iptables-nft stores it escaped, `iifname "\\*"`, the lowering leaves it a wildcard', pairs: ['generic.txlate:113'] },
-  { group: 'not-lowered', reason: 'iptables-nft stores no interface match for `-i +`; the lowering keeps `iifname "*"`', pairs: ['generic.txlate:121'] },
-  { group: 'not-lowered', reason: 'iptables-nft stores `! -i +` as `iifname "INVAL/D"`; the lowering writes `iifname != "*"`', pairs: ['generic.txlate:125'] },
   {
     group: 'not-lowered',
     reason:

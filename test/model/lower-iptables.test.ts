@@ -197,6 +197,11 @@ describe('matches and targets', () => {
     ['! -s 10.0.0.0/16 -d 10.1.2.3/32', 'ip saddr != 10.0.0.0/16 ip daddr 10.1.2.3'],
     ['-s 10.11.12.13/255.255.0.0', 'ip saddr 10.11.0.0/16'],
     ['-i eth+ ! -o lo', 'iifname "eth*" oifname != "lo"'],
+    // iptables/nft-shared.c add_iface: `*` is a literal name character, `-i +` matches every
+    // interface (nothing stored), `! -i +` none (stored as the impossible name "INVAL/D").
+    ['-i * -o eth*foo', 'iifname "\\*" oifname "eth*foo"'],
+    ['-i + -o eth0', 'oifname "eth0"'],
+    ['! -i +', 'iifname "INVAL/D"'],
     ['-m conntrack --ctstate RELATED,ESTABLISHED', 'ct state related,established'],
     ['-m conntrack --ctstate DNAT', 'ct status dnat'],
     // xt_conntrack: `!` inverts "any of the states", so none of them: (state & mask) == 0, not the
