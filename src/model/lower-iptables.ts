@@ -487,9 +487,11 @@ class RuleLowering {
       if (o.value.type !== 'range') continue;
       const { from, to } = o.value;
       const left = payload(o.span, header, o.name);
-      // The full range of tcp or udp matches every packet of the protocol: iptables-nft adds
-      // nothing for it (and tcp_xlate prints nothing).
-      if ((m.name === 'tcp' || m.name === 'udp') && from === 0 && to === 65535 && !o.negated) continue;
+      // The full range of tcp or udp: iptables-nft 1.8.9 stores no port test for it, inverted or
+      // not (checked with the real tools: `! --sport 0:65535` leaves only `meta l4proto tcp`), so
+      // in the kernel such a rule matches every packet of the protocol, though legacy iptables
+      // matches none with the inverted range.
+      if ((m.name === 'tcp' || m.name === 'udp') && from === 0 && to === 65535) continue;
       if (native && from === 0 && to !== 0) this.match(o.span, left, o.negated ? '>' : '<=', lit(o.span, String(to)));
       else this.match(o.span, left, o.negated ? '!=' : 'implicit', rangeLiteral(o.span, from, to));
     }

@@ -241,6 +241,8 @@ describe('matches and targets', () => {
     ['-j NFLOG --nflog-group 2', 'log group 2'],
     ['-j MASQUERADE --random-fully', 'masquerade fully-random'],
     ['-p tcp -j DNAT --to-destination 10.0.0.1:80', 'dnat to 10.0.0.1:80'],
+    // iptables-nft 1.8.9 stores no port test for a full range, inverted or not.
+    ['-p tcp -m tcp ! --sport 0:65535 -j ACCEPT', 'accept'],
     ['-j SNAT --to-source 1.2.3.4 --random --persistent', 'snat to 1.2.3.4 random,persistent'],
     ['-p tcp -j REDIRECT --to-ports 3128', 'redirect to :3128'],
     ['-j NFQUEUE --queue-num 3 --queue-bypass', 'queue flags bypass to 3'],
