@@ -699,6 +699,11 @@ function integerValue(n: number): Value {
   return { type: 'integer', n };
 }
 
+// A function, not a closure in readValue: that would be allocated for every literal typed.
+function optionalIntegerValue(n: number | undefined): Value | undefined {
+  return n === undefined ? undefined : integerValue(n);
+}
+
 /** Reads a decimal or 0x-hex integer; big values become `bigint` hex. */
 function readInteger(text: string): Value | undefined {
   if (DECIMAL.test(text)) {
@@ -719,20 +724,29 @@ function readNumber(text: string): number | undefined {
   return v?.type === 'integer' ? v.n : undefined;
 }
 
-const IPV4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/;
-
+/** A dotted-quad IPv4 address (four decimal octets of 1–3 digits, each at most 255) in nft's
+ * form, or undefined. Read by hand rather than with a regex: typing a large iptables dump reads
+ * one or more addresses per rule, and a match would make an array and four strings each time. */
 function readIpv4(text: string): string | undefined {
-  const m = IPV4.exec(text);
-  if (!m) return undefined;
   let canonical = true;
-  for (let i = 1; i <= 4; i++) {
-    const octet = m[i]!;
-    if (Number(octet) > 255) return undefined;
-    if (octet.length > 1 && octet.charCodeAt(0) === 0x30) canonical = false;
+  let octet = 0;
+  let digits = 0;
+  let dots = 0;
+  for (let i = 0; i <= text.length; i++) {
+    const c = i < text.length ? text.charCodeAt(i) : 0x2e; /* a final '.' closes the last octet */
+    if (c >= 0x30 && c <= 0x39) {
+      if (digits === 1 && octet === 0) canonical = false;
+      octet = octet * 10 + (c - 0x30);
+      if (++digits > 3) return undefined;
+    } else if (c === 0x2e && digits > 0 && octet <= 255 && (i < text.length ? dots < 3 : dots === 3)) {
+      dots++;
+      octet = 0;
+      digits = 0;
+    } else return undefined;
   }
   // Addresses are nearly always written as nft prints them: the text itself, not a copy per
-  // literal (iptables lowering types one or more per rule of a large dump).
-  return canonical ? text : m.slice(1, 5).map(Number).join('.');
+  // literal.
+  return canonical ? text : text.split('.').map(Number).join('.');
 }
 
 /** Parses an IPv6 address (optionally in brackets, optionally with a dotted IPv4 tail) into
@@ -847,8 +861,6 @@ function readValue(lit: Literal, dtype: string): Value | undefined {
   const info = DATATYPES[dtype];
   if (!info) return undefined;
   const text = lit.text;
-  const integer = (n: number | undefined): Value | undefined =>
-    n === undefined ? undefined : integerValue(n);
   switch (info.shape) {
     case 'integer':
     case 'xinteger':
@@ -858,9 +870,9 @@ function readValue(lit: Literal, dtype: string): Value | undefined {
     case 'quoted-symbolic':
     case 'inet-proto':
     case 'inet-service':
-      return integer(lookupSymbol(info.symbols, text) ?? readNumber(text));
+      return optionalIntegerValue(lookupSymbol(info.symbols, text) ?? readNumber(text));
     case 'bitmask':
-      return integer(readBitmask(text, info.symbols));
+      return optionalIntegerValue(readBitmask(text, info.symbols));
     case 'boolean': {
       const b = lookupSymbol(info.symbols, text) ?? readNumber(text);
       return b === undefined ? undefined : { type: 'boolean', b: b !== 0 };
@@ -882,13 +894,13 @@ function readValue(lit: Literal, dtype: string): Value | undefined {
       return addr ? { type: 'ether', addr } : undefined;
     }
     case 'time':
-      return integer(readDuration(text));
+      return optionalIntegerValue(readDuration(text));
     case 'hour':
-      return integer(readHour(text));
+      return optionalIntegerValue(readHour(text));
     case 'date':
       return { type: 'string', s: text };
     case 'classid':
-      return integer(readClassid(text));
+      return optionalIntegerValue(readClassid(text));
     default: {
       const exhaustive: never = info.shape;
       return exhaustive;

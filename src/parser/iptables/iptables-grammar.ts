@@ -92,6 +92,87 @@ export const iptablesLexer = new Lexer(allTokens, {
   ensureOptimizations: true,
 });
 
+/**
+ * The tokens iptablesLexer makes of `line`, made without it for the lines nearly every dump is
+ * made of (printable ASCII, quotes closed): Chevrotain tries each token's regex at each word,
+ * which is most of the cost of reading a 240,000-line dump. Undefined for any other line, and
+ * for the rare word iptablesLexer would split in two (`[1:2]x`): iptablesLexer reads those and
+ * reports their errors. The tokens are the ones it would make, field for field.
+ */
+export function lexPlainLine(line: string): IToken[] | undefined {
+  const tokens: IToken[] = [];
+  const length = line.length;
+  let i = 0;
+  for (;;) {
+    let c = 0;
+    // WhiteSpace: space, \t, \v, \f, \r (a line holds no \n).
+    while (i < length && ((c = line.charCodeAt(i)) === 0x20 || (c >= 0x09 && c <= 0x0d))) i++;
+    if (i === length) return tokens;
+    const start = i;
+    let quoted = false;
+    // Word: up to a blank, quoted parts whole (a double-quoted part with \x escapes).
+    while (i < length) {
+      c = line.charCodeAt(i);
+      if (c === 0x20 || (c >= 0x09 && c <= 0x0d)) break;
+      if (c < 0x20 || c >= 0x7f) return undefined;
+      if (c === 0x22 || c === 0x27) {
+        quoted = true;
+        const close = c;
+        for (i++; i < length && (c = line.charCodeAt(i)) !== close; i++) {
+          if (c < 0x20 || c >= 0x7f) return undefined;
+          if (c === 0x5c && close === 0x22) {
+            const escaped = line.charCodeAt(++i);
+            if (!(escaped >= 0x20 && escaped < 0x7f)) return undefined;
+          }
+        }
+        if (i >= length) return undefined;
+      }
+      i++;
+    }
+    const image = line.slice(start, i);
+    const type = plainTokenType(image, quoted);
+    if (type === undefined) return undefined;
+    tokens.push({ image, startOffset: start, tokenTypeIdx: type.tokenTypeIdx!, tokenType: type });
+  }
+}
+
+/** The type iptablesLexer gives a whole word: the first token whose pattern matches at its
+ * start, unless its longer_alt Word matches more (undefined when neither covers the word). */
+function plainTokenType(image: string, quoted: boolean): TokenType | undefined {
+  const first = image.charCodeAt(0);
+  const n = image.length;
+  switch (first) {
+    case 0x5b /* [ */: {
+      const m = COUNTERS_PREFIX.exec(image);
+      return m === null ? Word : m[0].length === n ? Counters : undefined;
+    }
+    case 0x21 /* ! */:
+      return n === 1 ? Bang : Word;
+    case 0x2a /* * */:
+      return quoted ? Word : TableHeader;
+    case 0x3a /* : */:
+      return quoted ? Word : ChainHeader;
+    case 0x2d /* - */: {
+      if (n < 2 || !isAlnum(image.charCodeAt(n === 2 ? 1 : 2))) return Word;
+      if (n === 2) return ShortOption;
+      if (image.charCodeAt(1) !== 0x2d) return Word;
+      for (let k = 3; k < n; k++) {
+        const c = image.charCodeAt(k);
+        if (!isAlnum(c) && c !== 0x5f /* _ */ && c !== 0x2d) return Word;
+      }
+      return LongOption;
+    }
+    default:
+      return image === 'COMMIT' ? Commit : Word;
+  }
+}
+
+const COUNTERS_PREFIX = /^\[\d+:\d+\]/;
+
+function isAlnum(c: number): boolean {
+  return (c >= 0x30 && c <= 0x39) || (c >= 0x41 && c <= 0x5a) || (c >= 0x61 && c <= 0x7a);
+}
+
 class IptablesLineParser extends CstParser {
   constructor() {
     super(allTokens, { maxLookahead: 1, skipValidations: true });
