@@ -45,6 +45,9 @@ export interface Report {
   readonly span: Span;
   readonly related?: readonly RelatedReport[];
   readonly fix?: Fix;
+  /** A lower severity than the rule's for this finding (a suspicion rather than a certainty);
+   * never raises it, so a rule configured down stays down. */
+  readonly severity?: Severity;
 }
 
 /** Who owns what, as declared in the configuration: keys are `family table` for tables,

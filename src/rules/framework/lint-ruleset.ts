@@ -5,7 +5,7 @@
 import type { Ruleset, Span } from '../../model/ast.js';
 import { buildChainGraph } from './chain-graph.js';
 import type { LintConfig } from './lint-config.js';
-import { formatMessage, locationOf, type Finding, type LintContext, type LintRule, type Report, type Severity } from './lint-rule.js';
+import { formatMessage, isAtLeast, locationOf, type Finding, type LintContext, type LintRule, type Report, type Severity } from './lint-rule.js';
 import { LINT_RULES } from './registry.js';
 
 export type LintOptions = LintConfig;
@@ -62,7 +62,7 @@ export function runLintRules(
         findings.push({
           rule: rule.id,
           messageId: report.messageId,
-          severity,
+          severity: report.severity !== undefined && !isAtLeast(report.severity, severity) ? report.severity : severity,
           message: message(report.messageId, report.data),
           location: locationOf(report.span),
           related: (report.related ?? []).map((r) => ({ message: message(r.messageId, r.data), location: locationOf(r.span) })),

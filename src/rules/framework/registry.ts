@@ -2,6 +2,7 @@
 // test/rules/registry.test.ts keeps this list, the files, the docs pages and the tests in step.
 
 import { dropPolicyWithoutEstablished } from '../drop-policy-without-established.js';
+import { iptablesNftIncompatible } from '../iptables-nft-incompatible.js';
 import { jumpLoop } from '../jump-loop.js';
 import { markBitCollision } from '../mark-bit-collision.js';
 import { natOutsideNatChain } from '../nat-outside-nat-chain.js';
@@ -12,6 +13,7 @@ import type { LintRule } from './lint-rule.js';
 
 export const LINT_RULES: readonly LintRule[] = [
   markBitCollision,
+  iptablesNftIncompatible,
   undefinedReference,
   jumpLoop,
   priorityTie,
