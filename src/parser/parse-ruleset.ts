@@ -37,7 +37,7 @@ export function parseRuleset(input: string | readonly NodeSource[], options: Par
     case 'iptables': {
       // Lowered while read: the parser's nodes of a large dump never pile up (IptablesDumpSink).
       const lowering = new IptablesLowering();
-      const parsed = readIptablesSave(text, lowering, options);
+      const parsed = readIptablesSave(text, lowering, { ...options, familyHint: familyHintOf(options.file) });
       const lowered = lowering.finish();
       return { ruleset: lowered.ruleset, diagnostics: [...parsed, ...lowered.diagnostics] };
     }
@@ -59,7 +59,7 @@ export function parseNode(inputs: readonly NodeSource[], options: ParseNodeOptio
     const format = !requested || requested === 'auto' ? detectFormat(source.text) : requested;
     const result = parseRuleset(source.text, { ...options, file: source.file, format });
     diagnostics.push(...result.diagnostics);
-    const incompatibleTables = format === 'iptables' ? incompatibleTablesOf(result, source.text) : [];
+    const incompatibleTables = format === 'iptables' ? incompatibleTablesOf(result, source.text, source.file) : [];
     return { file: source.file, format, ruleset: result.ruleset, incompatibleTables };
   });
   const merged = mergeNode(parsed);
@@ -71,13 +71,23 @@ export function parseNode(inputs: readonly NodeSource[], options: ParseNodeOptio
 const QUOTED_TABLE = /`([^']*)'/;
 
 /** The tables an iptables dump says iptables-nft-save could not list, in the dump's family (the
- * family of its tables; unknown, and left out, for a dump with no table at all). */
-function incompatibleTablesOf(result: ParseResult, text: string): TableId[] {
-  const family = result.ruleset.tables[0]?.family;
+ * family of its tables, else the file name's hint; unknown, and left out, without either). */
+function incompatibleTablesOf(result: ParseResult, text: string, file: string): TableId[] {
+  const hint = familyHintOf(file);
+  const family = result.ruleset.tables[0]?.family ?? (hint === undefined ? undefined : hint === 'ipv6' ? 'ip6' : 'ip');
   if (family === undefined) return [];
   return result.diagnostics.flatMap((d) => {
     if (d.code !== 'iptables-nft-incompatible-table' || d.span === undefined) return [];
     const name = QUOTED_TABLE.exec(text.slice(d.span.start, d.span.end))?.[1];
     return name === undefined ? [] : [{ family, name }];
   });
+}
+
+/** What a dump's file name says of its family when its text does not: `ip6tables.save`,
+ * `node.ip6t` are IPv6, `iptables.save`, `node.ipt` IPv4 (the names users give captures). */
+function familyHintOf(file: string | undefined): 'ipv4' | 'ipv6' | undefined {
+  const name = file?.split('/').pop() ?? '';
+  if (/ip6tables|\.ip6t$/.test(name)) return 'ipv6';
+  if (/iptables|\.ipt$/.test(name)) return 'ipv4';
+  return undefined;
 }
