@@ -2,6 +2,7 @@
 // the simulator use. A parse failure is a message (reported on the argument), never a throw.
 
 import type { AddressSpec, NatRange, NumberRange, RateUnit, XtOptionValue } from '../../model/xt-option.js';
+import { datatypeSymbols } from '../../model/datatypes.js';
 import type { OptionSpec } from './iptables-extensions.js';
 
 export type Parsed<T> = T | { readonly error: string };
@@ -375,18 +376,12 @@ export function parseOptionValue(spec: OptionSpec, args: readonly string[]): Par
   }
 }
 
-// /etc/protocols numbers of the names iptables accepts after `-p` (xtables_chain_protos plus the
-// common /etc/protocols entries). iptables resolves a name with getprotobyname() first
-// (libxtables xtables_parse_protocol), so `ipencap` is 4 (IP-ENCAP) and `ipip` 94, as in
-// /etc/protocols; `mobility-header` is /etc/protocols' name for 135.
-const PROTOCOLS: ReadonlyMap<string, number> = new Map([
-  ['all', 0], ['icmp', 1], ['igmp', 2], ['ipip', 94], ['tcp', 6], ['egp', 8], ['udp', 17], ['ipv6', 41],
-  ['ipv6-route', 43], ['ipv6-frag', 44], ['rsvp', 46], ['gre', 47], ['esp', 50], ['ah', 51],
-  ['icmpv6', 58], ['ipv6-icmp', 58], ['ipv6-nonxt', 59], ['ipv6-opts', 60], ['ospf', 89], ['pim', 103],
-  ['vrrp', 112], ['l2tp', 115], ['sctp', 132], ['mh', 135], ['ipv6-mh', 135], ['mobility-header', 135], ['udplite', 136],
-  ['dccp', 33], ['ipcomp', 108], ['ipencap', 4], ['mpls-in-ip', 137], ['ethernet', 143],
-]);
+// iptables resolves a `-p` name with getprotobyname() first (libxtables xtables_parse_protocol),
+// so with the same /etc/protocols table nft uses (`ipencap` is 4, `ipip` 94), then with
+// xtables_chain_protos' own names.
+const ETC_PROTOCOLS: ReadonlyMap<string, number> = new Map(datatypeSymbols('inet_proto'));
+const XTABLES_CHAIN_PROTOS: ReadonlyMap<string, number> = new Map([['all', 0], ['icmpv6', 58], ['ipv6-mh', 135], ['mh', 135]]);
 
 export function protocolNumber(name: string): number | undefined {
-  return PROTOCOLS.get(name) ?? parseUnsigned(name, 255);
+  return ETC_PROTOCOLS.get(name) ?? XTABLES_CHAIN_PROTOS.get(name) ?? parseUnsigned(name, 255);
 }
