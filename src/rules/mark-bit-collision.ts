@@ -1,71 +1,120 @@
-import type { Chain, Expr, Span, Stmt, Table } from '../model/ast.js';
-import { familiesAt, NAT_HOOK_PRIORITY, PATH_HOOKS, type PathName } from '../sim/pipeline.js';
-import { componentOf, meaningOf } from './facts/known-components.js';
-import type { LintContext, LintRule } from './framework/lint-rule.js';
+import type { Span } from '../model/ast.js';
+import { KNOWN_COMPONENTS, meaningOf } from './facts/known-components.js';
+import type { LintContext, LintRule, RelatedReport, Report } from './framework/lint-rule.js';
+import {
+  applyEffect,
+  collectMarkOps,
+  describeMeetings,
+  destroyedBits,
+  hex,
+  isFullWord,
+  isSingleBit,
+  meetingsInOrder,
+  setBits,
+  writeMask,
+  type MarkEffect,
+  type MarkOp,
+  type MarkOps,
+  type MarkSpace,
+} from './framework/mark-ops.js';
 
-// The packet mark is one 32-bit word shared by every component on the node. A component that
-// sets a bit in one hook and tests it in a later one (kube-proxy: OR 0x4000 in nat prerouting,
-// test it in nat postrouting to masquerade) breaks when anything on the way clears the bit: a
-// full-word `meta mark set V`, a masked clear (`mark and 0xffffbfff`) or an xor. This is the
-// NodePort masquerade incident of ../shared/DESIGN.md. The order of hooks and chains is the
-// simulator's (PATH_HOOKS, familiesAt, NAT_HOOK_PRIORITY in src/sim/pipeline.ts).
+// The packet mark is one 32-bit word shared by every component on the node (and the conntrack
+// mark another). A component that sets a bit in one hook and tests it in a later one (kube-proxy:
+// OR 0x4000 in nat prerouting, test it in nat postrouting to masquerade) breaks when anything on
+// the way clears the bit: a full-word `meta mark set V`, a masked clear (`mark and 0xffffbfff`)
+// or an xor. This is the NodePort masquerade incident of ../shared/DESIGN.md. The five cases are
+// those of ../shared/research/marks.md section 1: full-word write over a foreign bit, masked
+// clear or xor of foreign bits, exact compare broken by an OR, overlapping masked writers, and a
+// tested bit some other writer's value happens to contain. Order of hooks and chains is the
+// simulator's (src/rules/framework/mark-ops.ts over src/sim/pipeline.ts).
 //
-// Sound first: only updates whose effect on the bits is known statically are considered, only
-// writer/test pairs of one component, and only clears strictly between them in hook and
-// priority order (a tie in priority is priority-tie's business, not a collision).
+// Sound first: only updates whose effect on the bits is known statically are considered (not
+// `meta mark set ct mark`), and only orders the kernel guarantees (a tie in priority is
+// priority-tie's business, not a collision). A component's own bits are never a collision.
 export const markBitCollision: LintRule = {
   id: 'mark-bit-collision',
   meta: {
-    description: "A rule that overwrites, clears or toggles a packet-mark bit another component sets in an earlier hook and tests in a later one.",
+    description: "A rule that overwrites, clears or toggles mark bits another component sets and tests, or writes a value another component's test mistakes for its own bit.",
     severity: 'error',
     docs: 'docs/rules/mark-bit-collision.md',
     messages: {
-      fullWord: "sets the whole packet mark to {{value}}, which clears {{owner}}'s {{what}} {{bits}} between where it is set and where it is tested (on the {{paths}} path)",
-      clears: "{{verb}} {{owner}}'s {{what}} {{bits}} between where it is set and where it is tested (on the {{paths}} path)",
-      exactCompare: "{{verb}} the packet mark {{owner}} set to {{value}}, making it {{after}}, before {{owner}} compares the whole mark with {{value}}: the compare fails (on the {{paths}} path)",
+      fullWord: "sets the whole {{mark}} to {{value}}, which clears {{owner}}'s {{what}} {{bits}} between where it is set and where it is tested ({{where}})",
+      clears: "{{verb}} {{owner}}'s {{what}} {{bits}} between where it is set and where it is tested ({{where}})",
+      exactCompare: '{{verb}} the {{mark}} {{owner}} set to {{value}}, making it {{after}}, before {{owner}} compares the whole mark with {{value}}: the compare fails ({{where}})',
+      foreignClear: "{{verb}} {{owner}}'s {{what}} {{bits}}, {{why}} ({{where}})",
+      overlappingWriters: "{{verb}} {{bits}} of the {{mark}}, which {{owner}} writes differently: the two masked writes overwrite each other's {{what}} ({{where}})",
+      containsTestedBit: "sets the whole {{mark}} to {{value}}, which happens to contain {{owner}}'s {{what}} {{bits}}: {{owner}}'s test takes these packets for its own ({{where}})",
       set: '{{owner}} sets {{bits}} here',
       test: '{{owner}} tests {{bits}} here',
+      write: '{{owner}} writes {{bits}} here',
     },
   },
   check(context) {
-    const ops = collectMarkOps(context);
-    reportBrokenBits(context, ops);
-    reportBrokenExactCompares(context, ops);
+    const marks = collectMarkOps(context);
+    const reported = new Set<string>();
+    // One finding per place and component whose bits it breaks, the most specific case first.
+    const report = (primary: Span, owner: string, finding: Report): void => {
+      const key = `${primary.file}:${primary.start}:${owner}`;
+      if (reported.has(key)) return;
+      reported.add(key);
+      context.report(finding);
+    };
+    reportBrokenBits(marks.ops, report);
+    reportBrokenExactCompares(marks.ops, report);
+    reportForeignClears(context, marks, report);
+    reportOverlappingWriters(context, marks, report);
+    reportContainedTestBits(marks.ops, report);
   },
 };
 
+type Reporter = (primary: Span, owner: string, finding: Report) => void;
+
+const MARK_NAME: Readonly<Record<MarkSpace, string>> = { meta: 'packet mark', ct: 'conntrack mark' };
+
+/** "masquerade bit", "bits", "policy bits". */
+function describeBits(owner: string, bits: number, space: MarkSpace): string {
+  // The registry's meanings are packet-mark bits.
+  const meaning = space === 'meta' ? meaningOf(owner, bits) : undefined;
+  const noun = isSingleBit(bits) ? 'bit' : 'bits';
+  return meaning ? `${meaning} ${noun}` : noun;
+}
+
+/** "clears" or "toggles", for the bits an update destroys. */
+function verbOf(effect: MarkEffect, bits: number): string {
+  return (effect.keep & effect.xor & bits) !== 0 ? 'toggles' : 'clears';
+}
+
+const related = (messageId: string, owner: string, bits: number, span: Span): RelatedReport => ({ messageId, data: { owner, bits: hex(bits) }, span });
+
 /** A bit set by one component and tested by it later, destroyed by another in between. */
-function reportBrokenBits(context: LintContext, ops: readonly MarkOp[]): void {
+function reportBrokenBits(ops: readonly MarkOp[], report: Reporter): void {
   const writers = ops.filter((o) => setBits(o.effect) !== 0);
   const tests = ops.filter((o) => o.test !== undefined);
-  const reported = new Set<string>();
   for (const writer of writers) {
     for (const test of tests) {
-      if (test.component !== writer.component) continue;
-      const bits = setBits(writer.effect) & test.test!;
+      if (test.component !== writer.component || test.space !== writer.space) continue;
+      const bits = setBits(writer.effect) & test.test!.mask;
       if (bits === 0) continue;
       for (const clear of ops) {
-        if (clear.component === writer.component || clear.effect === undefined) continue;
+        if (clear.component === writer.component || clear.space !== writer.space || clear.effect === undefined) continue;
         const destroyed = destroyedBits(clear.effect, bits);
         if (destroyed === 0) continue;
-        const paths = pathsBetween(writer, clear, test);
-        if (paths.length === 0) continue;
-        const key = `${clear.span.file}:${clear.span.start}:${writer.component}:${destroyed}`;
-        if (reported.has(key)) continue;
-        reported.add(key);
+        const meetings = meetingsInOrder([writer, clear, test]);
+        if (meetings.length === 0) continue;
         const owner = writer.component;
-        const hex = `0x${destroyed.toString(16)}`;
-        const meaning = meaningOf(owner, destroyed);
-        const what = meaning ? `${meaning} bit${isSingleBit(destroyed) ? '' : 's'}` : isSingleBit(destroyed) ? 'bit' : 'bits';
-        const isFull = clear.effect.keep === 0;
-        context.report({
-          messageId: isFull ? 'fullWord' : 'clears',
-          data: { value: `0x${clear.effect.xor.toString(16)}`, owner, what, bits: hex, paths: paths.join(' and '), verb: (clear.effect.keep & clear.effect.xor & destroyed) !== 0 ? 'toggles' : 'clears' },
+        report(clear.span, owner, {
+          messageId: isFullWord(clear.effect) ? 'fullWord' : 'clears',
+          data: {
+            mark: MARK_NAME[clear.space],
+            value: hex(clear.effect.xor),
+            owner,
+            what: describeBits(owner, destroyed, clear.space),
+            bits: hex(destroyed),
+            where: describeMeetings(meetings),
+            verb: verbOf(clear.effect, destroyed),
+          },
           span: clear.span,
-          related: [
-            { messageId: 'set', data: { owner, bits: hex }, span: writer.span },
-            { messageId: 'test', data: { owner, bits: hex }, span: test.span },
-          ],
+          related: [related('set', owner, destroyed, writer.span), related('test', owner, destroyed, test.span)],
         });
       }
     }
@@ -75,185 +124,137 @@ function reportBrokenBits(context: LintContext, ops: readonly MarkOp[]): void {
 /** A whole word set by one component and compared exactly by it later (`meta mark 0x1bd21`),
  * changed in between by another: any bit ORed in, cleared or toggled breaks the compare (the
  * Netbird exact-match readers after kube-proxy's OR of 0x4000, netbird#6022). */
-function reportBrokenExactCompares(context: LintContext, ops: readonly MarkOp[]): void {
-  const reported = new Set<string>();
+function reportBrokenExactCompares(ops: readonly MarkOp[], report: Reporter): void {
   for (const writer of ops) {
-    if (writer.effect?.keep !== 0) continue;
+    if (!isFullWord(writer.effect)) continue;
     const value = writer.effect.xor;
     for (const test of ops) {
-      if (test.exact !== value || test.component !== writer.component) continue;
+      if (test.exact !== value || test.component !== writer.component || test.space !== writer.space) continue;
       for (const change of ops) {
-        if (change.component === writer.component || change.effect === undefined) continue;
-        const after = ((value & change.effect.keep) ^ change.effect.xor) >>> 0;
+        if (change.component === writer.component || change.space !== writer.space || change.effect === undefined || change.effect.unknown !== 0) continue;
+        const after = applyEffect(change.effect, value);
         if (after === value) continue;
-        const paths = pathsBetween(writer, change, test);
-        const key = `${change.span.file}:${change.span.start}:${writer.component}`;
-        if (paths.length === 0 || reported.has(key)) continue;
-        reported.add(key);
+        const meetings = meetingsInOrder([writer, change, test]);
+        if (meetings.length === 0) continue;
         const owner = writer.component;
-        const hex = (n: number): string => `0x${n.toString(16)}`;
-        context.report({
+        report(change.span, owner, {
           messageId: 'exactCompare',
-          data: { verb: change.effect.keep === 0 ? 'overwrites' : 'changes', owner, value: hex(value), after: hex(after), paths: paths.join(' and ') },
+          data: { verb: isFullWord(change.effect) ? 'overwrites' : 'changes', mark: MARK_NAME[change.space], owner, value: hex(value), after: hex(after), where: describeMeetings(meetings) },
           span: change.span,
-          related: [
-            { messageId: 'set', data: { owner, bits: hex(value) }, span: writer.span },
-            { messageId: 'test', data: { owner, bits: hex(value) }, span: test.span },
-          ],
+          related: [related('set', owner, value, writer.span), related('test', owner, value, test.span)],
         });
       }
     }
   }
 }
 
-/** A mark update as `new = (old & keep) ^ xor`, the form every nft and iptables mark write
- * takes (xt_MARK: `(mark & ~mask) ^ value`). */
-interface MarkEffect {
-  readonly keep: number;
-  readonly xor: number;
-}
-
-interface Position {
-  readonly path: PathName;
-  readonly hook: number;
-  /** Where the chain runs at its hook: nat chains in the NAT hook's slot, then by their own
-   * priority among themselves. */
-  readonly slot: readonly [number, number];
-  readonly addressFamily: 'ip' | 'ip6';
-}
-
-interface MarkOp {
-  readonly span: Span;
-  /** The component that wrote the rule, or its `family table chain` when unknown. */
-  readonly component: string;
-  readonly effect?: MarkEffect;
-  /** The bits a `meta mark & M == V` test looks at. */
-  readonly test?: number;
-  /** The value an exact `meta mark V` compare wants: all 32 bits. */
-  readonly exact?: number;
-  readonly positions: readonly Position[];
-}
-
-function collectMarkOps(context: LintContext): MarkOp[] {
-  const ops: MarkOp[] = [];
-  for (const { table, reachedFrom } of context.graph.tables) {
-    for (const chain of table.chains) {
-      const bases = reachedFrom.get(chain) ?? [];
-      if (bases.length === 0) continue;
-      let positions: Position[] | undefined;
-      const component = componentOf(context.ownership, table.family, table.name, chain.name) ?? `${table.family} ${table.name} ${chain.name}`;
-      for (const rule of chain.rules) {
-        for (const stmt of rule.stmts) {
-          const op = markOpOf(stmt);
-          if (!op) continue;
-          positions ??= bases.flatMap((base) => positionsOf(table, base));
-          ops.push({ span: stmt.span, component, ...op, positions });
-        }
-      }
-    }
-  }
-  return ops;
-}
-
-function markOpOf(stmt: Stmt): { effect?: MarkEffect; test?: number; exact?: number } | undefined {
-  if (stmt.kind === 'meta-set' && stmt.key === 'mark') {
-    const effect = effectOf(stmt.value);
-    return effect ? { effect } : undefined;
-  }
-  if (stmt.kind === 'match') {
-    const { left } = stmt.expr;
-    if (left.kind === 'binop' && left.op === '&' && isMetaMark(left.left)) {
-      const mask = numberOf(left.right);
-      return mask === undefined ? undefined : { test: mask };
-    }
-    if (isMetaMark(left) && (stmt.expr.op === 'implicit' || stmt.expr.op === '==')) {
-      const exact = numberOf(stmt.expr.right);
-      return exact === undefined ? undefined : { exact };
-    }
-  }
-  return undefined;
-}
-
-function isMetaMark(expr: Expr): boolean {
-  return expr.kind === 'meta' && expr.key === 'mark';
-}
-
-function numberOf(expr: Expr): number | undefined {
-  if (expr.kind !== 'literal') return undefined;
-  if (expr.value?.type === 'integer') return expr.value.n >>> 0;
-  return /^(0x[0-9a-f]+|\d+)$/i.test(expr.text) ? Number(expr.text) >>> 0 : undefined;
-}
-
-/** The effect of `meta mark set EXPR`, or undefined when it depends on anything but the old
- * mark and constants (`meta mark set ct mark`): then nothing sound can be said. */
-function effectOf(expr: Expr): MarkEffect | undefined {
-  if (isMetaMark(expr)) return { keep: 0xffffffff, xor: 0 };
-  const n = numberOf(expr);
-  if (n !== undefined) return { keep: 0, xor: n };
-  if (expr.kind !== 'binop') return undefined;
-  const inner = effectOf(expr.left);
-  const m = numberOf(expr.right);
-  if (!inner || m === undefined) return undefined;
-  const op = expr.op;
-  switch (op) {
-    case '|':
-      return { keep: (inner.keep & ~m) >>> 0, xor: (inner.xor | m) >>> 0 };
-    case '&':
-      return { keep: (inner.keep & m) >>> 0, xor: (inner.xor & m) >>> 0 };
-    case '^':
-      return { keep: inner.keep, xor: (inner.xor ^ m) >>> 0 };
-    case '<<':
-    case '>>':
-      return undefined;
-    default: {
-      const exhaustive: never = op;
-      return exhaustive;
+/** A masked clear or xor of bits another component tests but sets outside this ruleset (a socket
+ * mark, a BPF program, `ip rule`) or that the configuration declares its own: nothing here shows
+ * where they are set, so a clear before any of the owner's tests is enough. */
+function reportForeignClears(context: LintContext, marks: MarkOps, report: Reporter): void {
+  const setHere = new Map<string, number>();
+  for (const op of marks.ops) setHere.set(`${op.component} ${op.space}`, (setHere.get(`${op.component} ${op.space}`) ?? 0) | setBits(op.effect));
+  for (const clear of marks.ops) {
+    if (clear.effect === undefined || isFullWord(clear.effect)) continue;
+    const destroyedAll = destroyedBits(clear.effect, 0xffffffff);
+    if (destroyedAll === 0) continue;
+    for (const [owner] of marks.usedBits) {
+      if (owner === clear.component) continue;
+      const outside = ~(setHere.get(`${owner} ${clear.space}`) ?? 0);
+      const test = marks.ops.find(
+        (t) => t.component === owner && t.space === clear.space && t.test !== undefined && (t.test.mask & destroyedAll & outside) !== 0 && meetingsInOrder([clear, t]).length > 0,
+      );
+      const declared = clear.space === 'meta' ? (context.ownership.marks[owner] ?? 0) : 0;
+      const bits = (destroyedAll & ((test?.test!.mask ?? 0) | declared) & outside) >>> 0;
+      if (bits === 0) continue;
+      const meetings = meetingsInOrder(test ? [clear, test] : [clear]);
+      report(clear.span, owner, {
+        messageId: 'foreignClear',
+        data: {
+          verb: verbOf(clear.effect, bits),
+          owner,
+          what: describeBits(owner, bits, clear.space),
+          bits: hex(bits),
+          why: test ? `which ${owner} sets outside this ruleset and tests later` : `which the configuration gives to ${owner}`,
+          where: describeMeetings(meetings),
+        },
+        span: clear.span,
+        related: test ? [related('test', owner, bits, test.span)] : [],
+      });
     }
   }
 }
 
-/** Bits the update forces to 1. */
-function setBits(effect: MarkEffect | undefined): number {
-  return effect ? (~effect.keep & effect.xor) >>> 0 : 0;
-}
-
-/** Of `bits`, those the update clears (keep 0, xor 0) or toggles (keep 1, xor 1). */
-function destroyedBits(effect: MarkEffect, bits: number): number {
-  return (bits & ~(effect.keep ^ effect.xor)) >>> 0;
-}
-
-function isSingleBit(n: number): boolean {
-  return (n & (n - 1)) === 0;
-}
-
-function positionsOf(table: Table, base: Chain): Position[] {
-  const spec = base.base!;
-  const nat = spec.type === 'nat' ? NAT_HOOK_PRIORITY[spec.hook] : undefined;
-  const priority = spec.priority.value ?? spec.priority.offset;
-  const slot: [number, number] = nat === undefined ? [priority, 0] : [nat, priority];
-  const positions: Position[] = [];
-  for (const addressFamily of ['ip', 'ip6'] as const) {
-    if (!familiesAt(spec.hook, addressFamily).includes(table.family)) continue;
-    for (const path of Object.keys(PATH_HOOKS) as PathName[]) {
-      const hook = PATH_HOOKS[path].indexOf(spec.hook);
-      if (hook >= 0) positions.push({ path, hook, slot, addressFamily });
+/** Two components' masked writes (`--set-xmark V/M`, `mark or V`, `mark and ~M`) over the same
+ * bits with different results: the later one undoes the earlier. Reported at the write into bits
+ * the other owns (it sets them here, or they are its known or declared bits); between two owners,
+ * at the later write. */
+function reportOverlappingWriters(context: LintContext, marks: MarkOps, report: Reporter): void {
+  const masked = marks.ops.filter((o) => o.effect !== undefined && o.effect.unknown === 0 && o.effect.keep !== 0 && writeMask(o.effect) !== 0);
+  const owned = (component: string, space: MarkSpace): number => {
+    const known = space === 'meta' ? KNOWN_COMPONENTS.find((c) => c.name === component)?.bits.reduce((m, b) => m | b.mask, 0) ?? 0 : 0;
+    const declared = space === 'meta' ? (context.ownership.marks[component] ?? 0) : 0;
+    return (known | declared | masked.filter((o) => o.component === component && o.space === space).reduce((m, o) => m | setBits(o.effect), 0)) >>> 0;
+  };
+  for (const [i, a] of masked.entries()) {
+    for (const b of masked.slice(i + 1)) {
+      if (a.component === b.component || a.space !== b.space) continue;
+      const bits = disagreeingBits(a.effect!, b.effect!);
+      if (bits === 0) continue;
+      const aFirst = meetingsInOrder([a, b]);
+      const bFirst = meetingsInOrder([b, a]);
+      if (aFirst.length === 0 && bFirst.length === 0) continue;
+      const aOwns = (owned(a.component, a.space) & bits) !== 0;
+      const bOwns = (owned(b.component, b.space) & bits) !== 0;
+      if (!aOwns && !bOwns) continue;
+      // The intruder writes into the other's bits; between two owners, the later write.
+      const [owner, intruder] = aOwns && bOwns ? (aFirst.length > 0 ? [a, b] : [b, a]) : aOwns ? [a, b] : [b, a];
+      const meetings = owner === a ? (aFirst.length > 0 ? aFirst : bFirst) : bFirst.length > 0 ? bFirst : aFirst;
+      report(intruder.span, owner.component, {
+        messageId: 'overlappingWriters',
+        data: {
+          verb: (intruder.effect!.keep & intruder.effect!.xor & bits) !== 0 ? 'toggles' : 'writes',
+          bits: hex(bits),
+          mark: MARK_NAME[intruder.space],
+          owner: owner.component,
+          what: describeBits(owner.component, bits, intruder.space),
+          where: describeMeetings(meetings),
+        },
+        span: intruder.span,
+        related: [related('write', owner.component, bits, owner.span)],
+      });
     }
   }
-  return positions;
 }
 
-/** -1, 0 or 1; 0 also for "no defined order" (the same slot). */
-function compare(a: Position, b: Position): number {
-  return Math.sign(a.hook - b.hook || a.slot[0] - b.slot[0] || a.slot[1] - b.slot[1]);
+/** Bits both updates write, to different results: one forces 1 where the other forces 0, or
+ * either toggles. */
+function disagreeingBits(a: MarkEffect, b: MarkEffect): number {
+  const agree = (~a.keep & ~b.keep & ~(a.xor ^ b.xor)) >>> 0;
+  return (writeMask(a) & writeMask(b) & ~agree) >>> 0;
 }
 
-/** The paths on which some position of `clear` lies strictly between a position of `writer` and
- * a later position of `test`. */
-function pathsBetween(writer: MarkOp, clear: MarkOp, test: MarkOp): PathName[] {
-  const paths = new Set<PathName>();
-  for (const c of clear.positions) {
-    const same = (p: Position): boolean => p.path === c.path && p.addressFamily === c.addressFamily;
-    if (writer.positions.some((w) => same(w) && compare(w, c) < 0) && test.positions.some((t) => same(t) && compare(c, t) < 0)) paths.add(c.path);
+/** A full-word value that carries another component's tested bit among others (Netbird's 0x1bd20
+ * holds 0x20, wg-quick's 51820 holds kube-proxy's 0x4000 and 0x8000): the owner's test, run
+ * later, takes the packet for one it marked itself. */
+function reportContainedTestBits(ops: readonly MarkOp[], report: Reporter): void {
+  for (const writer of ops) {
+    if (!isFullWord(writer.effect)) continue;
+    const value = writer.effect.xor;
+    for (const test of ops) {
+      if (test.test === undefined || test.component === writer.component || test.space !== writer.space) continue;
+      const bits = (value & test.test.mask) >>> 0;
+      // A value that is just the tested bits is a deliberate flag, not a coincidence.
+      if (bits === 0 || (value & ~test.test.mask) === 0) continue;
+      const meetings = meetingsInOrder([writer, test]);
+      if (meetings.length === 0) continue;
+      const owner = test.component;
+      report(writer.span, owner, {
+        messageId: 'containsTestedBit',
+        data: { mark: MARK_NAME[writer.space], value: hex(value), owner, what: describeBits(owner, bits, writer.space), bits: hex(bits), where: describeMeetings(meetings) },
+        span: writer.span,
+        related: [related('test', owner, bits, test.span)],
+      });
+    }
   }
-  return [...paths];
 }

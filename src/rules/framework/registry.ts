@@ -5,6 +5,7 @@ import { dropPolicyWithoutEstablished } from '../drop-policy-without-established
 import { iptablesNftIncompatible } from '../iptables-nft-incompatible.js';
 import { jumpLoop } from '../jump-loop.js';
 import { markBitCollision } from '../mark-bit-collision.js';
+import { masqueradeContract } from '../masquerade-contract.js';
 import { natOutsideNatChain } from '../nat-outside-nat-chain.js';
 import { priorityTie } from '../priority-tie.js';
 import { undefinedReference } from '../undefined-reference.js';
@@ -13,6 +14,7 @@ import type { LintRule } from './lint-rule.js';
 
 export const LINT_RULES: readonly LintRule[] = [
   markBitCollision,
+  masqueradeContract,
   iptablesNftIncompatible,
   undefinedReference,
   jumpLoop,
