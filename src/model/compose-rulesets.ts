@@ -1,4 +1,31 @@
-import type { Chain, NamedSet, Ruleset, Table } from './ast.js';
+import type { Chain, Family, NamedSet, Ruleset, Table } from './ast.js';
+
+/** A chain by family, table and name. */
+export interface ChainId {
+  readonly family: Family;
+  readonly table: string;
+  readonly chain: string;
+}
+
+/** The chain the inputs before this one left (parseNode), or undefined. A rule command on a chain
+ * an input does not declare itself (`add rule ip filter FORWARD …` in a file of its own, an
+ * `-I FORWARD 1 …` fragment without `:FORWARD`) continues that chain, as `nft -f b` after
+ * `nft -f a` (and `iptables-restore --noflush`) would: the input's chain is then the whole chain,
+ * earlier rules first, each keeping the span of the file it came from. */
+export type EarlierChainLookup = (id: ChainId) => Chain | undefined;
+
+/** A lookup over a composed ruleset (built once, O(1) per call). */
+export function earlierChainsOf(ruleset: Ruleset): EarlierChainLookup {
+  const chains = new Map<string, Chain>();
+  for (const table of ruleset.tables) {
+    for (const chain of table.chains) chains.set(chainKey({ family: table.family, table: table.name, chain: chain.name }), chain);
+  }
+  return (id) => chains.get(chainKey(id));
+}
+
+export function chainKey(id: ChainId): string {
+  return `${id.family} ${id.table} ${id.chain}`;
+}
 
 /** The ruleset that loading `rulesets` one after the other would leave (`nft -f a; nft -f b`):
  * tables, chains and sets with the same identity merge, and what a later file adds to an existing
@@ -15,8 +42,10 @@ export function composeRulesets(rulesets: readonly Ruleset[]): Ruleset {
   return { kind: 'ruleset', tables };
 }
 
-/** The table loading `from` after `into` leaves, for two tables of the same family and name. */
-export function composeTables(into: Table, from: Table): Table {
+/** The table loading `from` after `into` leaves, for two tables of the same family and name.
+ * `continued` names the chains of `from` that continue `into`'s (EarlierChainLookup): those hold
+ * the whole chain and replace it. */
+export function composeTables(into: Table, from: Table, continued: ReadonlySet<string> = NONE): Table {
   return {
     ...into,
     flags: [...new Set([...into.flags, ...from.flags])],
@@ -25,12 +54,14 @@ export function composeTables(into: Table, from: Table): Table {
     objects: mergeBy(into.objects, from.objects, (o) => `${o.kind} ${o.name}`, (_a, b) => b),
     sets: mergeBy(into.sets, from.sets, (s) => s.name, mergeSet),
     flowtables: mergeBy(into.flowtables, from.flowtables, (f) => f.name, (_a, b) => b),
-    chains: mergeBy(into.chains, from.chains, (c) => c.name, mergeChain),
+    chains: mergeBy(into.chains, from.chains, (c) => c.name, (a, b) => mergeChain(a, b, continued.has(b.name))),
   };
 }
 
-function mergeChain(into: Chain, from: Chain): Chain {
-  return { ...into, base: from.base ?? into.base, rules: [...into.rules, ...from.rules] };
+const NONE: ReadonlySet<string> = new Set();
+
+function mergeChain(into: Chain, from: Chain, continues: boolean): Chain {
+  return { ...into, base: from.base ?? into.base, rules: continues ? from.rules : [...into.rules, ...from.rules] };
 }
 
 function mergeSet(into: NamedSet, from: NamedSet): NamedSet {

@@ -22,6 +22,7 @@ import type {
   XtOption,
 } from './ast.js';
 import type { Diagnostic } from './diagnostic.js';
+import type { ChainId, EarlierChainLookup } from './compose-rulesets.js';
 import { datatypeSymbols, readIptablesRejectWith, typeAgainst, typeInner, typeLiteral, typeWith, type Datatype } from './datatypes.js';
 import { formatRule } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
@@ -43,11 +44,17 @@ import type {
 export interface LowerIptablesOptions {
   /** `ip6` for an ip6tables dump the dump itself does not identify. */
   readonly family?: 'ip' | 'ip6';
+  /** The chains the inputs before this dump left (parseNode): a command on a chain the dump does
+   * not declare (`-I FORWARD 1 …` without `:FORWARD`) continues it, as
+   * `iptables-restore --noflush` would. */
+  readonly earlier?: EarlierChainLookup;
 }
 
 export interface LowerIptablesResult {
   readonly ruleset: Ruleset;
   readonly diagnostics: readonly Diagnostic[];
+  /** Chains continued from earlier inputs (their chain here holds the earlier rules too). */
+  readonly continued?: readonly ChainId[];
 }
 
 /** The tables iptables-nft would hold after restoring `dump`. Never throws. */
@@ -69,6 +76,7 @@ export class IptablesLowering implements IptablesDumpSink {
   private family: 'ip' | 'ip6';
   private readonly diagnostics: Diagnostic[] = [];
   private readonly tables = new Map<string, Table>();
+  private readonly continued: ChainId[] = [];
   private open: TableState | undefined;
 
   constructor(private readonly options: LowerIptablesOptions = {}) {
@@ -81,7 +89,7 @@ export class IptablesLowering implements IptablesDumpSink {
 
   openTable(name: string): void {
     // iptables-restore without --noflush empties each table it reads a block for.
-    this.open = new TableState(name, this.family, this.diagnostics);
+    this.open = new TableState(name, this.family, this.diagnostics, this.options.earlier, this.continued);
   }
 
   chain(decl: IptablesChainDecl): void {
@@ -99,7 +107,8 @@ export class IptablesLowering implements IptablesDumpSink {
   }
 
   finish(): LowerIptablesResult {
-    return { ruleset: { kind: 'ruleset', tables: [...this.tables.values()] }, diagnostics: this.diagnostics };
+    const ruleset: Ruleset = { kind: 'ruleset', tables: [...this.tables.values()] };
+    return this.continued.length > 0 ? { ruleset, diagnostics: this.diagnostics, continued: this.continued } : { ruleset, diagnostics: this.diagnostics };
   }
 
   private openState(): TableState {
@@ -129,6 +138,8 @@ class TableState {
     private readonly name: string,
     private readonly family: 'ip' | 'ip6',
     private readonly diagnostics: Diagnostic[],
+    private readonly earlier: EarlierChainLookup | undefined,
+    private readonly continued: ChainId[],
   ) {
     this.firstDiagnostic = diagnostics.length;
   }
@@ -155,6 +166,20 @@ class TableState {
   private chain(name: string, span: Span): ChainState | undefined {
     const found = this.chains.get(name);
     if (found) return found;
+    const id: ChainId = { family: this.family, table: this.name, chain: name };
+    const earlier = this.earlier?.(id);
+    if (earlier) {
+      const continued: ChainState = {
+        name,
+        span: earlier.span,
+        builtin: earlier.base !== undefined,
+        policy: earlier.base?.policy ?? 'accept',
+        rules: [...earlier.rules],
+      };
+      this.chains.set(name, continued);
+      this.continued.push(id);
+      return continued;
+    }
     if (iptablesNftChain(this.name, name)) {
       const created: ChainState = { name, span, builtin: true, policy: 'accept', rules: [] };
       this.chains.set(name, created);

@@ -7,9 +7,9 @@
 
 import type { Expr, Family, Rule, RuleOrigin, Ruleset, Stmt, Table } from './ast.js';
 import type { Diagnostic } from './diagnostic.js';
-import { composeTables } from './compose-rulesets.js';
+import { composeTables, type ChainId } from './compose-rulesets.js';
 import { formatExpr, formatStmt } from './format-ruleset.js';
-import { isIptablesNftTable } from './iptables-nft-chains.js';
+import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
 
 export interface TableId {
   readonly family: Family;
@@ -24,6 +24,9 @@ export interface NodeInput {
   /** Tables an iptables-nft-save dump says it could not list (``# Table `filter' is
    * incompatible, use 'nft' tool.``): the nft listing is all there is of them. */
   readonly incompatibleTables?: readonly TableId[];
+  /** Chains this input continued from the inputs before it (EarlierChainLookup): its chain holds
+   * the whole chain and replaces the earlier one. */
+  readonly continued?: readonly ChainId[];
 }
 
 export interface MergeNodeResult {
@@ -54,13 +57,15 @@ export function mergeNode(inputs: readonly NodeInput[]): MergeNodeResult {
         continue;
       }
       assembly.files.push(input.file);
-      const pair = assembly.only && alignablePair(assembly.only, { input, table });
+      const continued = new Set((input.continued ?? []).filter((c) => c.family === table.family && c.table === table.name).map((c) => c.chain));
+      // An input that continues chains of the table is a later change, not another capture.
+      const pair = assembly.only && continued.size === 0 ? alignablePair(assembly.only, { input, table }) : undefined;
       const aligned = pair && alignTables(pair.listing.table, pair.dump.table);
       if (pair && aligned?.sameState) {
         assembly.table = aligned.table;
         assembly.how = describeAlignment(aligned, pair.listing.input.file, pair.dump.input.file);
       } else {
-        assembly.table = composeTables(assembly.table, table);
+        assembly.table = composeTables(assembly.table, table, continued);
         assembly.how = `composed in order from ${assembly.files.join(', ')}`;
         if (pair) {
           assembly.how += ` (${pair.listing.input.file} does not list the rules of ${pair.dump.input.file}: not one capture)`;
@@ -156,7 +161,11 @@ function alignTables(listing: Table, dump: Table): TableAlignment {
   });
   const dumpRules = dump.chains.reduce((n, c) => n + c.rules.length, 0);
   const listed = new Set(listing.chains.map((c) => c.name));
-  const sameState = dump.chains.every((c) => listed.has(c.name)) && matched * 2 >= dumpRules;
+  // iptables-nft-save prints every built-in chain of a table, also those that do not exist in
+  // the kernel (iptables/nft.c nft_xt_fake_builtin_chains): an empty one the listing lacks is no
+  // sign of another capture.
+  const isFake = (c: Table['chains'][number]) => c.rules.length === 0 && iptablesNftChain(dump.name, c.name) !== undefined;
+  const sameState = dump.chains.every((c) => listed.has(c.name) || isFake(c)) && matched * 2 >= dumpRules;
   return {
     table: { ...listing, chains },
     sameState,

@@ -6,6 +6,7 @@ import { readIptablesSave } from './iptables/parse-iptables-save.js';
 import { IptablesLowering } from '../model/lower-iptables.js';
 import { mergeNode, type NodeInput, type TableId } from '../model/merge-node.js';
 import type { Diagnostic } from '../model/diagnostic.js';
+import { earlierChainsOf, type EarlierChainLookup } from '../model/compose-rulesets.js';
 
 export interface ParseRulesetOptions extends ParseOptions {
   readonly format?: 'auto' | InputFormat;
@@ -36,10 +37,11 @@ export function parseRuleset(input: string | readonly NodeSource[], options: Par
       return parseNftJson(text, options);
     case 'iptables': {
       // Lowered while read: the parser's nodes of a large dump never pile up (IptablesDumpSink).
-      const lowering = new IptablesLowering();
+      const lowering = new IptablesLowering(options.earlier ? { earlier: options.earlier } : {});
       const parsed = readIptablesSave(text, lowering, { ...options, familyHint: familyHintOf(options.file) });
       const lowered = lowering.finish();
-      return { ruleset: lowered.ruleset, diagnostics: [...parsed, ...lowered.diagnostics] };
+      const diagnostics = [...parsed, ...lowered.diagnostics];
+      return lowered.continued ? { ruleset: lowered.ruleset, diagnostics, continued: lowered.continued } : { ruleset: lowered.ruleset, diagnostics };
     }
     default: {
       const exhaustive: never = format;
@@ -51,19 +53,33 @@ export function parseRuleset(input: string | readonly NodeSource[], options: Par
 /** Parses the files a node was captured as (`nft list ruleset`, `iptables-save`,
  * `ip6tables-save`, `nft -j list ruleset`, nft scripts) into one ruleset (mergeNode): tables
  * iptables-nft manages are assembled from the nft listing and the dump, the rest composes in
- * input order. Never throws on bad input. */
+ * input order. A rule command on a chain an input does not declare (`add rule ip filter FORWARD
+ * …`, `-I FORWARD 1 …`) continues the chain the inputs before it left (EarlierChainLookup).
+ * Never throws on bad input. */
 export function parseNode(inputs: readonly NodeSource[], options: ParseNodeOptions = {}): ParseResult {
-  const diagnostics: Diagnostic[] = [];
-  const parsed = inputs.map((source): NodeInput => {
-    const requested = source.format ?? options.format;
-    const format = !requested || requested === 'auto' ? detectFormat(source.text) : requested;
-    const result = parseRuleset(source.text, { ...options, file: source.file, format });
-    diagnostics.push(...result.diagnostics);
-    const incompatibleTables = format === 'iptables' ? incompatibleTablesOf(result, source.text, source.file) : [];
-    return { file: source.file, format, ruleset: result.ruleset, incompatibleTables };
-  });
+  const { parsed, diagnostics } = parseSources(inputs, options);
   const merged = mergeNode(parsed);
   return { ruleset: merged.ruleset, diagnostics: [...diagnostics, ...merged.diagnostics] };
+}
+
+/** Each input of a node parsed on its own (in the context of the inputs before it, for rule
+ * commands on their chains), before mergeNode assembles them: what each file itself holds. */
+export function parseSources(inputs: readonly NodeSource[], options: ParseNodeOptions = {}): { parsed: NodeInput[]; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  const parsed: NodeInput[] = [];
+  for (const source of inputs) {
+    const requested = source.format ?? options.format;
+    const format = !requested || requested === 'auto' ? detectFormat(source.text) : requested;
+    // Merged only when an input needs it: most inputs declare every chain they touch.
+    let lookup: EarlierChainLookup | undefined;
+    const before = parsed.slice();
+    const earlier: EarlierChainLookup = (id) => (lookup ??= earlierChainsOf(mergeNode(before).ruleset))(id);
+    const result = parseRuleset(source.text, { ...options, file: source.file, format, ...(before.length > 0 ? { earlier } : {}) });
+    diagnostics.push(...result.diagnostics);
+    const incompatibleTables = format === 'iptables' ? incompatibleTablesOf(result, source.text, source.file) : [];
+    parsed.push({ file: source.file, format, ruleset: result.ruleset, incompatibleTables, ...(result.continued ? { continued: result.continued } : {}) });
+  }
+  return { parsed, diagnostics };
 }
 
 // The table name in iptables-nft-save's ``# Table `filter' is incompatible, use 'nft' tool.``

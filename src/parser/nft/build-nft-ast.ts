@@ -4,6 +4,7 @@ import type {
   Priority, Rule, Ruleset, Span, StatefulObject, Stmt, Table, Value,
 } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
+import type { ChainId, EarlierChainLookup } from '../../model/compose-rulesets.js';
 import { LineIndex } from '../../model/line-index.js';
 import { datatypeNamed, datatypeOf, typeSetElement, type Datatype } from '../../model/datatypes.js';
 import { resolvePriorityName } from '../../model/priorities.js';
@@ -33,6 +34,9 @@ interface ChainB {
   devices: string[];
   deviceList?: boolean;
   rules: Rule[];
+  /** The hook of a chain continued from an earlier input (EarlierChainLookup), until this input
+   * declares one. */
+  earlierBase?: BaseChainSpec;
 }
 
 interface SetB {
@@ -100,8 +104,13 @@ export class NftAstBuilder implements ExprEnv {
   private readonly defines = new Map<string, Expr>();
   /** Parses an included file into this builder (set by parse-nft.ts). */
   includeFile: (path: string, span: Span) => void = () => undefined;
+  /** Chains continued from earlier inputs, in the order first touched. */
+  readonly continued: ChainId[] = [];
 
-  constructor(diagnostics: Diagnostic[]) {
+  constructor(
+    diagnostics: Diagnostic[],
+    private readonly earlier?: EarlierChainLookup,
+  ) {
     this.diagnostics = diagnostics;
   }
 
@@ -226,6 +235,39 @@ export class NftAstBuilder implements ExprEnv {
     const table = this.tables.get(`${familyText ?? 'ip'} ${name}`);
     if (!table) this.error('no-such-object', `no such table: ${familyText ?? 'ip'} ${name}`, span);
     return table;
+  }
+
+  /** The chain a rule command (or `flush chain`) names: this input's, else the one the inputs
+   * before it left, continued here with its rules (they keep their own spans). */
+  private commandChain(table: TableB, name: string): ChainB | undefined {
+    const own = table.chains.get(name);
+    if (own) return own;
+    const id: ChainId = { family: table.family, table: table.name, chain: name };
+    const earlier = this.earlier?.(id);
+    if (!earlier) return undefined;
+    const chain: ChainB = {
+      name,
+      span: earlier.span,
+      ...(earlier.handle !== undefined ? { handle: earlier.handle } : {}),
+      ...(earlier.comment !== undefined ? { comment: earlier.comment } : {}),
+      ...(earlier.flags ? { flags: [...earlier.flags] } : {}),
+      devices: [],
+      rules: [...earlier.rules],
+      ...(earlier.base ? { earlierBase: earlier.base } : {}),
+    };
+    table.chains.set(name, chain);
+    this.continued.push(id);
+    return chain;
+  }
+
+  /** The table of a command that must find it: this input's, else (for commands on a chain an
+   * earlier input declared) an empty one of this input the chain is continued into. */
+  private commandTable(familyText: string | undefined, name: string, chainName: string | undefined, span: Span): TableB | undefined {
+    const family = (familyText ?? 'ip') as Family;
+    if (!this.tables.has(`${family} ${name}`) && chainName !== undefined && this.earlier?.({ family, table: name, chain: chainName })) {
+      return this.ensureTable(familyText, name, span);
+    }
+    return this.findTable(familyText, name, span);
   }
 
   private ensureChain(table: TableB, name: string, span: Span): ChainB {
@@ -663,7 +705,8 @@ export class NftAstBuilder implements ExprEnv {
       }
       return;
     }
-    const table = verb === 'add' || verb === 'create' ? this.ensureTable(family, names[0] ?? '', span) : this.findTable(family, names[0] ?? '', span);
+    const onChain = object === 'rule' || (object === 'chain' && verb === 'flush') ? names[1] : undefined;
+    const table = verb === 'add' || verb === 'create' ? this.ensureTable(family, names[0] ?? '', span) : this.commandTable(family, names[0] ?? '', onChain, span);
     if (!table) {
       if (open) this.stack.push({ kind: 'table', table: this.ensureTable('ip', '<missing>', span) });
       return;
@@ -684,7 +727,7 @@ export class NftAstBuilder implements ExprEnv {
     }
     if (verb === 'flush') {
       if (object === 'chain') {
-        const chain = table.chains.get(name);
+        const chain = this.commandChain(table, name);
         if (chain) chain.rules = [];
         else this.error('no-such-object', `no such chain: ${name}`, span);
       } else if (object === 'set' || object === 'map') {
@@ -716,7 +759,7 @@ export class NftAstBuilder implements ExprEnv {
   }
 
   private ruleCommand(verb: string, table: TableB, chainName: string, n: CstNode, span: Span, where: string | undefined, whereNum: number | undefined): void {
-    const chain = table.chains.get(chainName);
+    const chain = this.commandChain(table, chainName);
     if (!chain) return this.error('no-such-object', `no such chain: ${table.family} ${table.name} ${chainName}`, span);
     const statements = nodes(n, 'statement');
     const at = where && whereNum !== undefined ? chain.rules.findIndex((r) => r.handle === whereNum) : -1;
@@ -804,7 +847,7 @@ export class NftAstBuilder implements ExprEnv {
   }
 
   private finishChain(t: TableB, c: ChainB): Chain {
-    let base: BaseChainSpec | undefined;
+    let base: BaseChainSpec | undefined = c.earlierBase;
     if (c.type !== undefined || c.hook !== undefined) {
       const hook = c.hook as Hook;
       if (!HOOKS.has(hook)) this.error('syntax', `unknown hook '${c.hook ?? ''}' in chain ${c.name}`, c.span);

@@ -23,7 +23,7 @@ const HANDLE_COMMENT = /^#\s*handle\s+(\d+)/;
 
 export function parseNft(text: string, options: ParseOptions = {}): ParseResult {
   const diagnostics: Diagnostic[] = [];
-  const builder = new NftAstBuilder(diagnostics);
+  const builder = new NftAstBuilder(diagnostics, options.earlier);
   const file = options.file ?? '<input>';
   const including: string[] = [];
 
@@ -66,7 +66,8 @@ export function parseNft(text: string, options: ParseOptions = {}): ParseResult 
 
   parseText(text, file);
   builder.checkClosed(endSpan(file, text, 0, 1));
-  return { ruleset: builder.finish(), diagnostics };
+  const ruleset = builder.finish();
+  return builder.continued.length > 0 ? { ruleset, diagnostics, continued: builder.continued } : { ruleset, diagnostics };
 }
 
 /** Parses one rule body (`tcp dport 22 accept`), as written in nft's tests/py `.t` files or after
