@@ -9,8 +9,10 @@ export interface IptablesNftChain {
 
 // iptables 1.8.9 iptables/nft.c `xtables_ipv4` (builtin_table): the tables iptables-nft creates
 // and their built-in chains, in creation order, with nf_tables' hooks, chain types and
-// priorities (NF_IP_PRI_*: raw -300, mangle -150, nat dst -100, filter 0, security 50, nat src
-// 100). ip6tables-nft uses the same table for ip6 (`xtables_ipv6`); mangle OUTPUT is `type
+// priorities (NF_IP_PRI_*: raw -300, mangle -150, nat dst -100, filter 0, nat src 100; security
+// is 150 there, not the kernel's NF_IP_PRI_SECURITY 50: iptables 1.8.9 nft.c l.523 hard-codes it,
+// and the real iptables-nft hides a security chain created at 50 as an incompatible base chain).
+// ip6tables-nft uses the same table for ip6 (`xtables_ipv6`); mangle OUTPUT is `type
 // route` so a changed mark or address re-routes the packet, as ip_route_me_harder did.
 const BUILTIN: Readonly<Record<string, Readonly<Record<string, IptablesNftChain>>>> = {
   raw: {
@@ -30,9 +32,9 @@ const BUILTIN: Readonly<Record<string, Readonly<Record<string, IptablesNftChain>
     OUTPUT: { type: 'filter', hook: 'output', priority: 0 },
   },
   security: {
-    INPUT: { type: 'filter', hook: 'input', priority: 50 },
-    FORWARD: { type: 'filter', hook: 'forward', priority: 50 },
-    OUTPUT: { type: 'filter', hook: 'output', priority: 50 },
+    INPUT: { type: 'filter', hook: 'input', priority: 150 },
+    FORWARD: { type: 'filter', hook: 'forward', priority: 150 },
+    OUTPUT: { type: 'filter', hook: 'output', priority: 150 },
   },
   nat: {
     PREROUTING: { type: 'nat', hook: 'prerouting', priority: -100 },

@@ -40,7 +40,7 @@ describe('built-in chains as iptables-nft creates them', () => {
     ['mangle', 'OUTPUT', 'type route hook output priority mangle; policy drop;'],
     ['raw', 'PREROUTING', 'type filter hook prerouting priority raw; policy drop;'],
     ['raw', 'OUTPUT', 'type filter hook output priority raw; policy drop;'],
-    ['security', 'INPUT', 'type filter hook input priority security; policy drop;'],
+    ['security', 'INPUT', 'type filter hook input priority 150; policy drop;'],
   ])('%s %s', (table, chain, header) => {
     const { ruleset, diagnostics } = lower(`*${table}\n:${chain} DROP [0:0]\n:USER - [0:0]\nCOMMIT\n`);
     expect(diagnostics).toEqual([]);
