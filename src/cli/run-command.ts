@@ -3,16 +3,15 @@
 import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
 import { findNodeAtLocation, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
+import { isMap, isScalar, isSeq, parseDocument } from 'yaml';
 import type { Rule, Ruleset, Span } from '../model/ast.js';
 import { isError, type Diagnostic } from '../model/diagnostic.js';
 import { formatRule } from '../model/format-ruleset.js';
 import { formatDiagnostic } from '../report/format-diagnostic.js';
 import { readHost, type Host } from '../sim/host.js';
 import type { Loc, Outcome, TraceEvent } from '../sim/outcome.js';
-import { readPacket } from '../sim/packet.js';
 import type { FieldPath, InputError } from '../sim/read-fields.js';
-import { checkExpectation, isScenario, readScenario } from '../sim/scenario.js';
-import { simulateResolved } from '../sim/simulate-packet.js';
+import { isScenario, readScenario, runScenario, type CaseResult, type Scenario } from '../sim/scenario.js';
 import { loadInputs } from './read-inputs.js';
 
 interface Io {
@@ -24,16 +23,30 @@ interface RunOptions {
   readonly json?: boolean;
   readonly host?: string[];
   readonly seed?: string;
+  readonly trace?: boolean;
 }
 
-/** A JSON input file: its value, and a way to turn a field path into a span of its text. */
-interface JsonFile {
+/** An input file (JSON or YAML): its value, and a way to turn a field path into a span of its
+ * text, so that every problem names file:line:column whichever syntax the user wrote. */
+export interface InputFile {
   readonly file: string;
   readonly value: unknown;
   readonly spanOf: (path: FieldPath) => Span | undefined;
 }
 
-function readJsonFile(file: string, sources: Map<string, string>, diagnostics: Diagnostic[]): JsonFile | undefined {
+/** Where a field path lands in a parsed file: the deepest node the path reaches (an unknown
+ * field's key and value, a missing field's object), as an offset and length. */
+type Locate = (path: FieldPath) => { readonly offset: number; readonly length: number } | undefined;
+
+/** YAML when the name says so (.yaml, .yml), JSON when it says .json; otherwise YAML unless the
+ * text starts as a JSON object or array does. */
+function isYaml(file: string, text: string): boolean {
+  if (/\.ya?ml$/i.test(file)) return true;
+  if (/\.json$/i.test(file)) return false;
+  return !/^\s*[{[]/.test(text);
+}
+
+export function readInputFile(file: string, sources: Map<string, string>, diagnostics: Diagnostic[]): InputFile | undefined {
   let text: string;
   try {
     text = readFileSync(file === '-' ? 0 : file, 'utf8');
@@ -42,29 +55,71 @@ function readJsonFile(file: string, sources: Map<string, string>, diagnostics: D
     return undefined;
   }
   sources.set(file, text);
-  const errors: ParseError[] = [];
-  const tree = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
   const spanAt = (offset: number, length: number): Span => {
     const before = text.slice(0, offset);
     const line = before.split('\n').length;
     return { file, start: offset, end: offset + length, line, column: offset - before.lastIndexOf('\n') };
   };
-  if (errors.length > 0 || !tree) {
-    for (const e of errors) diagnostics.push({ severity: 'error', code: 'json', message: `JSON: ${printParseErrorCode(e.error)}`, span: spanAt(e.offset, e.length) });
-    if (!tree) diagnostics.push({ severity: 'error', code: 'json', message: `${file} is empty` });
+  const fail = (code: string, message: string, at?: { offset: number; length: number }): undefined => {
+    diagnostics.push({ severity: 'error', code, message, ...(at && { span: spanAt(at.offset, at.length) }) });
     return undefined;
-  }
+  };
+  const parsed = isYaml(file, text) ? parseYaml(text, file, fail) : parseJson(text, file, fail);
+  if (!parsed) return undefined;
   const spanOf = (path: FieldPath): Span | undefined => {
-    // The deepest node the path reaches (an unknown field's key, a missing field's object).
+    const at = parsed.locate(path);
+    return at && spanAt(at.offset, at.length);
+  };
+  return { file, value: parsed.value, spanOf };
+}
+
+type Fail = (code: string, message: string, at?: { offset: number; length: number }) => undefined;
+
+function parseJson(text: string, file: string, fail: Fail): { value: unknown; locate: Locate } | undefined {
+  const errors: ParseError[] = [];
+  const tree = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
+  if (errors.length > 0 || !tree) {
+    for (const e of errors) fail('json', `JSON: ${printParseErrorCode(e.error)}`, e);
+    return tree ? undefined : fail('json', `${file} is empty`);
+  }
+  const locate: Locate = (path) => {
     for (let n = path.length; n >= 0; n--) {
       const node: Node | undefined = findNodeAtLocation(tree, [...path.slice(0, n)]);
       if (!node) continue;
       const target = n === path.length && node.parent?.type === 'property' ? node.parent : node;
-      return spanAt(target.offset, target.length);
+      return target;
     }
     return undefined;
   };
-  return { file, value: JSON.parse(JSON.stringify(nodeValue(tree))), spanOf };
+  return { value: JSON.parse(JSON.stringify(nodeValue(tree))), locate };
+}
+
+function parseYaml(text: string, file: string, fail: Fail): { value: unknown; locate: Locate } | undefined {
+  const doc = parseDocument(text, { prettyErrors: false });
+  if (doc.errors.length > 0) {
+    for (const e of doc.errors) fail('yaml', `YAML: ${e.message}`, { offset: e.pos[0], length: Math.max(0, e.pos[1] - e.pos[0]) });
+    return undefined;
+  }
+  if (doc.contents === null) return fail('yaml', `${file} is empty`);
+  const locate: Locate = (path) => {
+    let node: unknown = doc.contents;
+    let range = doc.contents!.range;
+    for (const [i, segment] of path.entries()) {
+      if (isMap(node)) {
+        const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
+        if (!pair || !isScalar(pair.key) || !pair.key.range) break;
+        const value = pair.value as { range?: [number, number, number] } | null;
+        // The whole `key: value` for the last field, as the JSON path shows the property.
+        range = i === path.length - 1 ? [pair.key.range[0], (value?.range ?? pair.key.range)[1], 0] : (value?.range ?? pair.key.range);
+        node = pair.value;
+      } else if (isSeq(node) && typeof segment === 'number' && node.items[segment]) {
+        node = node.items[segment];
+        range = (node as { range?: [number, number, number] }).range ?? range;
+      } else break;
+    }
+    return range ? { offset: range[0], length: range[1] - range[0] } : undefined;
+  };
+  return { value: doc.toJS({ maxAliasCount: 100 }), locate };
 }
 
 function nodeValue(node: Node): unknown {
@@ -78,12 +133,9 @@ function nodeValue(node: Node): unknown {
   }
 }
 
-function inputDiagnostics(errors: readonly InputError[], json: JsonFile, base: FieldPath = []): Diagnostic[] {
+export function inputDiagnostics(errors: readonly InputError[], input: InputFile): Diagnostic[] {
   return errors.map((e) => {
-    // Paths of packet-file fields start with `host`/`packet`; when those came from the
-    // scenario's case, `base` places them.
-    const path = e.path[0] === 'packet' ? [...base, ...e.path.slice(1)] : e.path;
-    const span = json.spanOf(path);
+    const span = input.spanOf(e.path);
     return { severity: 'error', code: 'input', message: e.message, ...(span && { span }) };
   });
 }
@@ -93,11 +145,12 @@ export function addRunCommand(program: Command, io: Io, setExit: (code: number) 
   program
     .command('run')
     .description('simulate a packet (or a scenario file of packets) through a node\'s rulesets')
-    .argument('<packet>', 'packet JSON file ({ host, packet }) or scenario ({ host, packets: [...] }); - for stdin')
+    .argument('<packet>', 'packet file ({ host, packet }) or scenario ({ host, packets: [...] } or { host, flows: [...] }), JSON or YAML; - for stdin')
     .argument('<rulesets...>', 'one node: nft listing, nft -j JSON, iptables-save dumps')
     .option('--json', 'print the outcomes as JSON')
     .option('--host <file>', 'host description (nftsim JSON, ip -j addr show, ip -j route show); repeatable', (v: string, acc: string[] = []) => [...acc, v])
     .option('--seed <n>', 'pick one branch of every random choice instead of listing them all')
+    .option('--trace', 'for a scenario: print every packet\'s trace, not only the failing ones\'')
     .action((packetFile: string, rulesetFiles: string[], opts: RunOptions) => {
       setExit(runCommand(packetFile, rulesetFiles, opts, io));
     });
@@ -115,67 +168,69 @@ function runCommand(packetFile: string, rulesetFiles: readonly string[], opts: R
     diagnostics.push({ severity: 'error', code: 'usage', message: `--seed expects an integer, got '${opts.seed}'` });
     return report();
   }
-  const packetJson = readJsonFile(packetFile, sources, diagnostics);
-  const hostFiles = (opts.host ?? []).map((f) => readJsonFile(f, sources, diagnostics));
+  const input = readInputFile(packetFile, sources, diagnostics);
+  const hostFiles = (opts.host ?? []).map((f) => readInputFile(f, sources, diagnostics));
   const loaded = loadInputs(rulesetFiles);
   for (const [file, text] of loaded.sources) sources.set(file, text);
   diagnostics.push(...loaded.diagnostics);
-  if (!packetJson || hostFiles.includes(undefined) || diagnostics.some(isError)) return report();
+  if (!input || hostFiles.includes(undefined) || diagnostics.some(isError)) return report();
 
-  const scenario = isScenario(packetJson.value);
-  const read = scenario ? readScenario(packetJson.value) : undefined;
+  const isScenarioFile = isScenario(input.value);
+  const read = isScenarioFile ? readScenario(input.value) : undefined;
   if (read && !read.scenario) {
-    diagnostics.push(...inputDiagnostics(read.errors, packetJson));
+    diagnostics.push(...inputDiagnostics(read.errors, input));
     return report();
   }
-  const fileValue = packetJson.value as Record<string, unknown>;
-  if (!scenario && (typeof fileValue !== 'object' || fileValue === null || Array.isArray(fileValue) || !('packet' in fileValue))) {
-    diagnostics.push({ severity: 'error', code: 'input', message: `${packetFile}: expected { "host": …, "packet": … } or a scenario { "host": …, "packets": [ … ] }` });
+  const fileValue = input.value as Record<string, unknown>;
+  if (!isScenarioFile && (typeof fileValue !== 'object' || fileValue === null || Array.isArray(fileValue) || !('packet' in fileValue))) {
+    diagnostics.push({ severity: 'error', code: 'input', message: `${packetFile}: expected { "host": …, "packet": … } or a scenario { "host": …, "packets": [ … ] } / { "host": …, "flows": [ … ] }` });
     return report();
   }
-  const extraKeys = scenario ? [] : Object.keys(fileValue).filter((k) => k !== 'host' && k !== 'packet');
-  for (const key of extraKeys) diagnostics.push(...inputDiagnostics([{ path: [key], message: `${key}: unknown field (expected host, packet)` }], packetJson));
+  const extraKeys = isScenarioFile ? [] : Object.keys(fileValue).filter((k) => k !== 'host' && k !== 'packet');
+  for (const key of extraKeys) diagnostics.push(...inputDiagnostics([{ path: [key], message: `${key}: unknown field (expected host, packet)` }], input));
 
   const hostParts = [
-    ...(fileValue.host !== undefined ? [{ value: fileValue.host, path: ['host'], json: packetJson }] : []),
-    ...hostFiles.map((json) => ({ value: json!.value, path: [] as FieldPath, json: json! })),
+    ...(fileValue.host !== undefined ? [{ value: fileValue.host, path: ['host'], input }] : []),
+    ...hostFiles.map((file) => ({ value: file!.value, path: [] as FieldPath, input: file! })),
   ];
   const host = readHostParts(hostParts, diagnostics);
   if (!host || diagnostics.some(isError)) return report();
 
-  const cases = read?.scenario?.cases ?? [{ name: packetFile, packet: fileValue.packet, packetPath: ['packet'] }];
-  const results: { name: string; outcomes: Outcome[]; failures: string[] }[] = [];
-  for (const c of cases) {
-    const packet = readPacket(c.packet, host, ['packet']);
-    if (!packet.packet) {
-      diagnostics.push(...inputDiagnostics(packet.errors, packetJson, c.packetPath));
-      continue;
-    }
-    const outcomes = simulateResolved(loaded.ruleset, host, packet.packet, seed === undefined ? {} : { seed });
-    const expect = 'expect' in c ? c.expect : undefined;
-    const failures = expect ? outcomes.flatMap((o, i) => checkExpectation(o, expect).map((f) => (outcomes.length > 1 ? `outcome ${i + 1}: ${f}` : f))) : [];
-    results.push({ name: c.name, outcomes, failures });
-  }
+  // One packet is a scenario of one flow of one packet without expectations.
+  const scenario: Scenario = read?.scenario ?? { host: fileValue.host, flows: [{ cases: [{ name: packetFile, packet: fileValue.packet, packetPath: ['packet'] }] }] };
+  const run = runScenario(loaded.ruleset, host, scenario, seed === undefined ? {} : { seed });
+  diagnostics.push(...inputDiagnostics(run.errors, input));
   if (diagnostics.some(isError)) return report();
   report();
 
   if (opts.json) {
-    io.out(`${JSON.stringify(scenario ? { results: results.map((r) => ({ name: r.name, pass: r.failures.length === 0, failures: r.failures, outcomes: r.outcomes })) } : { outcomes: results[0]!.outcomes }, null, 2)}\n`);
-  } else {
-    const rules = rulesByLoc(loaded.ruleset);
-    for (const r of results) {
-      if (scenario) io.out(`${r.failures.length === 0 ? 'PASS' : 'FAIL'} ${r.name}\n${r.failures.map((f) => `  ${f}\n`).join('')}`);
-      if (!scenario || r.failures.length > 0) io.out(formatOutcomes(r.outcomes, rules));
-    }
-  }
-  return results.some((r) => r.failures.length > 0) ? 1 : 0;
+    const json = isScenarioFile
+      ? { results: run.results.map((r) => ({ name: r.name, ...(r.flow !== undefined && { flow: r.flow }), pass: r.failures.length === 0, failures: r.failures, outcomes: r.outcomes })), ...(run.notes.length > 0 && { notes: run.notes }) }
+      : { outcomes: run.results[0]!.outcomes };
+    io.out(`${JSON.stringify(json, null, 2)}\n`);
+  } else if (!isScenarioFile) io.out(formatOutcomes(run.results[0]!.outcomes, rulesByLoc(loaded.ruleset)));
+  else io.out(formatScenarioRun(run.results, run.notes, rulesByLoc(loaded.ruleset), opts.trace === true));
+  return run.results.some((r) => r.failures.length > 0) ? 1 : 0;
 }
 
-function readHostParts(parts: readonly { value: unknown; path: FieldPath; json: JsonFile }[], diagnostics: Diagnostic[]): Host | undefined {
+/** A PASS/FAIL line per packet (`flow / packet` in a flow) with the failures, the trace of each
+ * failing packet (of every packet with `trace`), then the notes. */
+function formatScenarioRun(results: readonly CaseResult[], notes: readonly string[], rules: ReturnType<typeof rulesByLoc>, trace: boolean): string {
+  let text = '';
+  for (const r of results) {
+    const name = r.flow === undefined ? r.name : `${r.flow} / ${r.name}`;
+    text += `${r.failures.length === 0 ? 'PASS' : 'FAIL'} ${name}\n${r.failures.map((f) => `  ${f}\n`).join('')}`;
+    if (trace || r.failures.length > 0) text += formatOutcomes(r.outcomes, rules);
+  }
+  for (const note of notes) text += `note: ${note}\n`;
+  return text;
+}
+
+function readHostParts(parts: readonly { value: unknown; path: FieldPath; input: InputFile }[], diagnostics: Diagnostic[]): Host | undefined {
   const { host, errors } = readHost(parts.length > 0 ? parts : [{ value: {}, path: ['host'] }]);
   for (const e of errors) {
     const owner = parts.find((p) => p.path.every((s, i) => e.path[i] === s) && (p.path.length > 0 || parts.length === 1)) ?? parts[0];
-    diagnostics.push(...(owner ? inputDiagnostics([e], owner.json) : [{ severity: 'error' as const, code: 'input', message: e.message }]));
+    diagnostics.push(...(owner ? inputDiagnostics([e], owner.input) : [{ severity: 'error' as const, code: 'input', message: e.message }]));
   }
   return errors.length > 0 ? undefined : host;
 }
@@ -239,7 +294,10 @@ export function formatOutcomes(outcomes: readonly Outcome[], rules: ReturnType<t
     const endpoint = (addr: string, port: number | string | undefined): string => (port === undefined ? addr : `${addr}:${port}`);
     text += `=> ${o.disposition} (${o.verdict})${o.iif ? ` iif ${o.iif}` : ''}${o.oif ? ` oif ${o.oif}` : ''}${o.reason ? `: ${o.reason}` : ''}${o.uncertain ? '  UNCERTAIN: see the unsupported events' : ''}\n`;
     text += `   ${p.protocol} ${endpoint(p.src, p.sport)} -> ${endpoint(p.dst, p.dport)}  mark ${o.mark}  ct mark ${o.ctMark}\n`;
-    for (const n of o.nat) text += `   ${n.type} to ${n.to}  (${where(n.at)})\n`;
+    for (const n of o.nat) {
+      const by = n.conntrack === undefined ? where(n.at) : `conntrack, ${n.conntrack} direction, set up by ${where(n.at)}`;
+      text += `   ${n.type} to ${n.to}  (${by})\n`;
+    }
     if (o.nat.length === 0) text += '   no NAT\n';
     if (o.decidedBy) text += `   decided by ${where(o.decidedBy)}\n`;
   }

@@ -3,6 +3,7 @@
 // the end of the base chain applies its policy.
 
 import type { Chain, Rule } from '../model/ast.js';
+import { chainIndexOf, findNextRule, type ChainIndex } from './chain-index.js';
 import { evaluateRule, reportUnsupported, type Verdict } from './evaluate-stmt.js';
 import { formatMark, type TraceEvent } from './outcome.js';
 import type { HookEntry } from './pipeline.js';
@@ -28,45 +29,39 @@ function verdictText(verdict: Verdict): string {
   return verdict.name === 'reject' ? 'drop' : verdict.name;
 }
 
+/** Where evaluation is in a chain, with the chain's index (chain-index.ts), if it has one. */
+interface Frame {
+  readonly chain: Chain;
+  readonly index: ChainIndex | null;
+  readonly next: number;
+}
+
 export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResult {
   const base = entry.chain;
   ctx.table = entry.table;
   ctx.basePriority = entry.priority;
   ctx.orderDependent = entry.orderDependent;
   const chains = ctx.index.chains.get(entry.table)!;
-  const event = (kind: TraceEvent['kind'], verdict: string, at: Rule | Chain): void => {
-    ctx.trace.push({
-      hook: ctx.hook,
-      family: entry.table.family,
-      table: entry.table.name,
-      chain: ctx.chain.name,
-      priority: entry.priority,
-      kind,
-      verdict,
-      mark: formatMark(ctx.pkt.mark),
-      at: locOf(at),
-      ...(entry.orderDependent && { orderDependent: true }),
-    });
-  };
-  const stack: { chain: Chain; next: number }[] = [];
+  const stack: Frame[] = [];
   let chain = base;
+  let index = chainIndexOf(base);
   let next = 0;
   for (;;) {
     ctx.chain = chain;
+    if (index) next = findNextRule(index, next, ctx);
     if (next >= chain.rules.length) {
       const caller = stack.pop();
       if (!caller) break;
       ctx.rule = undefined;
-      event('return', 'continue', chain);
-      chain = caller.chain;
-      next = caller.next;
+      pushEvent(ctx, entry, 'return', 'continue', chain);
+      ({ chain, index, next } = caller);
       continue;
     }
     const rule = chain.rules[next++]!;
     const result = evaluateRule(rule, ctx);
     if (!result.matched) continue;
     const verdict = result.verdict;
-    event('rule', verdictText(verdict), rule);
+    pushEvent(ctx, entry, 'rule', verdictText(verdict), rule);
     switch (verdict.name) {
       case 'continue':
         continue;
@@ -77,14 +72,12 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
         return { verdict: verdict.name, by: rule };
       case 'return': {
         // Back to the caller; from the base chain itself, on to its policy.
-        const caller = stack.pop() ?? { chain: base, next: base.rules.length };
-        chain = caller.chain;
-        next = caller.next;
+        ({ chain, index, next } = stack.pop() ?? { chain: base, index: null, next: base.rules.length });
         continue;
       }
       case 'jump':
       case 'goto': {
-        const target = chains.get(verdict.target);
+        const target = jumpTarget(index, next - 1, verdict.target, chains);
         if (!target) {
           reportUnsupported(ctx, `${verdict.name} to chain ${verdict.target}, which is not in table ${entry.table.family} ${entry.table.name}`, rule);
           return { verdict: 'unknown', by: rule };
@@ -94,9 +87,9 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
             reportUnsupported(ctx, `jumps nest deeper than ${JUMP_STACK_SIZE}: the kernel refuses such a ruleset`, rule);
             return { verdict: 'unknown', by: rule };
           }
-          stack.push({ chain, next });
+          stack.push({ chain, index, next });
         }
-        chain = target;
+        ({ chain, index } = target);
         next = 0;
         continue;
       }
@@ -109,6 +102,42 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   ctx.chain = base;
   ctx.rule = undefined;
   const policy = base.base?.policy ?? 'accept';
-  event('policy', policy, base);
+  pushEvent(ctx, entry, 'policy', policy, base);
   return { verdict: policy, by: base };
+}
+
+/** The chain a rule jumps or goes to, with its index: remembered per rule, looked up by name when
+ * the rule has not jumped there before (a verdict map may send it elsewhere each time). */
+function jumpTarget(index: ChainIndex | null, position: number, name: string, chains: ReadonlyMap<string, Chain>): { chain: Chain; index: ChainIndex | null } | undefined {
+  const known = index?.targets[position];
+  if (known && known.chain.name === name) return { chain: known.chain, index: known };
+  const chain = chains.get(name);
+  if (!chain) return undefined;
+  const targetIndex = chainIndexOf(chain);
+  if (index && targetIndex) index.targets[position] = targetIndex;
+  return { chain, index: targetIndex };
+}
+
+// The mark changes seldom along a packet's way: its text is made once per value.
+let lastMark = 0;
+let lastMarkText = formatMark(0);
+
+function pushEvent(ctx: SimContext, entry: HookEntry, kind: TraceEvent['kind'], verdict: string, at: Rule | Chain): void {
+  const mark = ctx.pkt.mark;
+  if (mark !== lastMark) {
+    lastMark = mark;
+    lastMarkText = formatMark(mark);
+  }
+  const event: TraceEvent = {
+    hook: ctx.hook,
+    family: entry.table.family,
+    table: entry.table.name,
+    chain: ctx.chain.name,
+    priority: entry.priority,
+    kind,
+    verdict,
+    mark: lastMarkText,
+    at: locOf(at),
+  };
+  ctx.trace.push(entry.orderDependent ? { ...event, orderDependent: true } : event);
 }

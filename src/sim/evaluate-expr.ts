@@ -2,11 +2,14 @@
 // numgen, bitwise operations, and the relational tests of match statements (values, prefixes,
 // ranges, flag lists, sets, maps, concatenations).
 
-import type { ElementExpr, Expr, Literal, NamedSet, Relational, SetLiteral, SetRef } from '../model/ast.js';
+import type { Expr, Literal, NamedSet, Relational } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, parseAddress, prefixMask, type Address } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
+import { readPayloadField, readRawPayload } from './packet-bytes.js';
+import { evaluateSpecialExpr } from './evaluate-special-expr.js';
+import { lookupElement } from './lookup-element.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
@@ -54,7 +57,14 @@ export function literalValue(lit: Literal): RtValue {
   }
 }
 
-function payloadValue(protocol: string, field: string, ctx: SimContext): RtValue | undefined {
+// Transport protocols nft's payload expressions depend on by number (src/proto.c): a field of one
+// of them does not match a packet of another (meta l4proto dependency).
+const OTHER_TRANSPORTS: Readonly<Record<string, number>> = { igmp: 2, gre: 47, esp: 50, ah: 51, comp: 108 };
+
+/** Header fields: the common ones straight from the packet state (the simulator's hot path),
+ * the others from the packet's bytes (packet-bytes.ts). */
+function payloadValue(expr: Extract<Expr, { kind: 'payload' }>, ctx: SimContext): RtValue | undefined {
+  const { protocol, field } = expr;
   const p = ctx.pkt;
   const num = (n: number | string | undefined): bigint | undefined => {
     if (n === undefined) return undefined;
@@ -78,14 +88,10 @@ function payloadValue(protocol: string, field: string, ctx: SimContext): RtValue
           return BigInt(p.ttl);
         case 'dscp':
           return BigInt(p.dscp);
-        case 'length':
-          return BigInt(p.length);
         case 'version':
           return protocol === 'ip' ? 4n : 6n;
-        case 'ecn':
-          return 0n;
         default:
-          throw new NotModelled(`${protocol} ${field}`);
+          return readPayloadField(expr, ctx);
       }
     }
     case 'tcp':
@@ -100,16 +106,24 @@ function payloadValue(protocol: string, field: string, ctx: SimContext): RtValue
       if (field === 'sport') return num(p.sport);
       if (field === 'dport') return num(p.dport);
       if (protocol === 'tcp' && field === 'flags') return BigInt(p.tcpFlags);
-      throw new NotModelled(`${protocol} ${field}`);
+      return readPayloadField(expr, ctx);
     }
     case 'icmp':
     case 'icmpv6': {
       if (p.l4proto !== L4_NUMBERS[protocol]) return undefined;
       if (field === 'type') return num(p.icmpType);
       if (field === 'code') return num(p.icmpCode);
-      throw new NotModelled(`${protocol} ${field}`);
+      return readPayloadField(expr, ctx);
     }
+    case 'ether':
+      return readPayloadField(expr, ctx);
+    // nftsim's packets carry no VLAN tag and are IP, not ARP: the dependency on the ethertype
+    // (`ether type vlan`, `meta protocol arp`) fails.
+    case 'vlan':
+    case 'arp':
+      return undefined;
     default:
+      if (OTHER_TRANSPORTS[protocol] !== undefined && p.l4proto !== OTHER_TRANSPORTS[protocol]) return undefined;
       throw new NotModelled(`${protocol} ${field}`);
   }
 }
@@ -156,7 +170,50 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
       return BigInt(id);
     }
     case 'nftrace':
+      return BigInt(p.nftrace ?? 0);
+    case 'priority':
+      return BigInt(p.priority ?? 0);
+    // Interface groups: the default group 0 (no `ip link set group`); no device → NFT_BREAK.
+    case 'iifgroup':
+      return ctx.iif === undefined ? undefined : 0n;
+    case 'oifgroup':
+      return ctx.oif === undefined ? undefined : 0n;
+    // No VRF in the host model: the slave interface index is 0 and its name empty
+    // (nft_meta.c nft_meta_get_eval_sdif / _sdifname).
+    case 'sdif':
       return 0n;
+    case 'sdifname':
+      return '';
+    // No security labels and no IPsec in the host model (skb->secmark 0, no secpath).
+    case 'secmark':
+    case 'ipsec':
+    case 'secpath':
+      return 0n;
+    case 'rtclassid':
+      // dst->tclassid: no routing realms; no route before the routing decision → NFT_BREAK.
+      return ctx.hook === 'prerouting' || ctx.hook === 'ingress' ? undefined : 0n;
+    // Bridge port keys: nftsim's interfaces are not bridge ports (nft_meta.c: no bridge →
+    // NFT_BREAK).
+    case 'ibrname':
+    case 'obrname':
+    case 'ibrvproto':
+    case 'ibrpvid':
+    case 'ibriport':
+    case 'obriport':
+      return undefined;
+    case 'cgroup':
+      // A socket's cgroup: a packet to a non-local address has no socket (NFT_BREAK).
+      if (ctx.iif !== undefined && !isLocal(ctx, p.dst)) return undefined;
+      throw new NotModelled('meta cgroup (the socket\'s cgroup is not in the packet model)');
+    case 'cpu':
+      throw new NotModelled('meta cpu (the CPU that handles the packet is not known)');
+    case 'time':
+    case 'day':
+    case 'hour':
+      throw new NotModelled(`meta ${key} (the packet's time is not in the packet model)`);
+    case 'iifkind':
+    case 'oifkind':
+      throw new NotModelled(`meta ${key} (interface kinds are not in the host model)`);
     default:
       throw new NotModelled(`meta ${key}`);
   }
@@ -211,16 +268,48 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
       return BigInt(ctx.pkt.l4proto);
     case 'saddr':
     case 'ip saddr':
+    case 'ip6 saddr':
     case 'daddr':
     case 'ip daddr':
+    case 'ip6 daddr':
     case 'proto-src':
     case 'proto-dst': {
-      if (expr.dir === 'reply') throw new NotModelled(`ct reply ${expr.key}`);
-      if (expr.key.endsWith('saddr')) return original.src.n;
-      if (expr.key.endsWith('daddr')) return original.dst.n;
-      const port = expr.key === 'proto-src' ? original.sport : original.dport;
+      // NFT_CT_SRC_IP / _IP6: only for an entry of that family (nft_ct.c: l3num mismatch → NFT_BREAK).
+      if (expr.family !== undefined && expr.family !== ctx.family) return undefined;
+      // The reply tuple is the original one inverted, with the NAT mappings set up so far
+      // (nf_nat_setup_info alters it when the mapping is made).
+      const tuple = expr.dir === 'reply'
+        ? (ct.reply ?? { src: original.dst, dst: original.src, sport: original.dport, dport: original.sport })
+        : original;
+      if (expr.key.endsWith('saddr')) return tuple.src.n;
+      if (expr.key.endsWith('daddr')) return tuple.dst.n;
+      const port = expr.key === 'proto-src' ? tuple.sport : tuple.dport;
+      if (typeof port === 'string') throw new NotModelled(`ct ${expr.dir ?? ''} ${expr.key} after NAT picked a random port (${port})`);
       return port === undefined ? undefined : BigInt(port);
     }
+    case 'label':
+      // No labels unless `ct label set` added some (nft_ct.c: no labels extension → zeros).
+      return ct.labels ?? 0n;
+    case 'helper':
+      // Helpers are assigned only by `ct helper set` (automatic assignment is off by default
+      // since Linux 4.7, nf_conntrack_helper=0); none → NFT_BREAK.
+      return ct.helper;
+    case 'secmark':
+      return 0n;
+    case 'bytes':
+    case 'packets':
+    case 'avgpkt': {
+      // nft_ct_get_init turns accounting on (nf_ct_set_acct) for these keys, and conntrack
+      // counts the first packet when it creates the entry: 1 packet of the packet's length in
+      // the original direction, nothing in reply. Later packets depend on the flow's history.
+      if (ct.state !== 'new') throw new NotModelled(`ct ${expr.key} of an ${ct.state} connection (counts of earlier packets)`);
+      if (expr.dir === 'reply') return 0n;
+      return expr.key === 'packets' ? 1n : BigInt(ctx.pkt.length);
+    }
+    case 'expiration':
+      throw new NotModelled('ct expiration (depends on the time since the entry was refreshed)');
+    case 'id':
+      throw new NotModelled('ct id (derived from the entry\'s address in kernel memory)');
     default:
       throw new NotModelled(`ct ${expr.key}`);
   }
@@ -240,16 +329,43 @@ function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValu
       return BigInt(addressType(ctx, address));
     case 'oif':
     case 'oifname': {
-      const local = localInterfaceOf(ctx.host, address);
-      const dev = local ? local.name : lookupRoute(ctx.host, address)?.dev;
-      // `fib saddr . iif oif`: the result counts only when it is the input interface
-      // (nft_fib4.c: NFTA_FIB_F_IIF compares with nft_in).
-      if (dev === undefined || (flags.includes('iif') && dev !== ctx.iif && !local)) return expr.result === 'oif' ? 0n : '';
+      const none = expr.result === 'oif' ? 0n : '';
+      // At prerouting a packet that came in through lo gets lo itself (nft_fib4.c, nft_fib6.c
+      // nft_fib_is_loopback).
+      if (ctx.hook === 'prerouting' && ctx.iif === 'lo') return 'lo';
+      // A local address has no output interface: the lookup gives RTN_LOCAL and the result stays
+      // 0 (nft_fib4.c "Should not see RTN_LOCAL here", nft_fib6.c RTF_LOCAL).
+      if (localInterfaceOf(ctx.host, address)) return none;
+      const dev = lookupRoute(ctx.host, address)?.dev;
+      // `fib saddr . iif oif`: the result counts only when the route goes through the input
+      // interface (nft_fib4.c: NFTA_FIB_F_IIF, fib_info_nh_uses_dev).
+      if (dev === undefined || (flags.includes('iif') && dev !== ctx.iif)) return none;
       return dev;
     }
     default:
       throw new NotModelled(`fib ${expr.result}`);
   }
+}
+
+/** The data of an anonymous map whose type only its user gives (`dnat to ip daddr map { 10.0.0.1
+ * : 10.0.0.2 }`, `dnat ip addr . port to … map { … : 10.0.0.2 . 8080 }`) is left untyped by the
+ * parser: read addresses and numbers by their spelling. */
+function readMapData(data: Expr, ctx: SimContext): RtValue | undefined {
+  if (data.kind === 'literal' && !data.value) {
+    const address = parseAddress(data.text);
+    if (address) return address.n;
+    if (/^\d+$/.test(data.text)) return BigInt(data.text);
+  }
+  if (data.kind === 'concat') {
+    const parts: RtValue[] = [];
+    for (const part of data.parts) {
+      const value = readMapData(part, ctx);
+      if (value === undefined) return undefined;
+      parts.push(value);
+    }
+    return parts;
+  }
+  return evaluateExpr(data, ctx);
 }
 
 /** The value of `expr` for the packet, undefined for NFT_BREAK. */
@@ -259,7 +375,7 @@ export function evaluateExpr(expr: Expr, ctx: SimContext): RtValue | undefined {
       return literalValue(expr);
     case 'payload':
       if (expr.inner) throw new NotModelled(`${expr.inner} ${expr.protocol} ${expr.field}`);
-      return payloadValue(expr.protocol, expr.field, ctx);
+      return payloadValue(expr, ctx);
     case 'meta':
       if (expr.key === 'random') throw new NotModelled('meta random outside a comparison nftsim can split into branches');
       return metaValue(expr.key, ctx);
@@ -312,9 +428,10 @@ export function evaluateExpr(expr: Expr, ctx: SimContext): RtValue | undefined {
       if (key === undefined) return undefined;
       const element = lookupElement(expr.map, key, expr.key, ctx);
       if (!element?.data) return undefined;
-      return evaluateExpr(element.data, ctx);
+      return readMapData(element.data, ctx);
     }
     case 'raw-payload':
+      return readRawPayload(expr, ctx);
     case 'exthdr':
     case 'tcp-option':
     case 'ip-option':
@@ -324,11 +441,21 @@ export function evaluateExpr(expr: Expr, ctx: SimContext): RtValue | undefined {
     case 'osf':
     case 'ipsec':
     case 'hash':
-      throw new NotModelled(`${expr.kind} expression`);
+      return evaluateSpecialExpr(expr, ctx);
+    case 'flag-list': {
+      // As an operand (`tcp flags & (syn | rst | ack)`, `tcp flags syn / syn,rst,ack`, the
+      // lowering of iptables' --tcp-flags): the bits together.
+      let bits = 0n;
+      for (const item of expr.items) {
+        const value = evaluateExpr(item, ctx);
+        if (typeof value !== 'bigint') throw new NotModelled('flag list of non-flags');
+        bits |= value;
+      }
+      return bits;
+    }
     case 'relational':
     case 'prefix':
     case 'range':
-    case 'flag-list':
     case 'set':
     case 'set-ref':
     case 'wildcard':
@@ -412,6 +539,11 @@ export function matchRelational(rel: Relational, ctx: SimContext): boolean {
       if (rel.op !== 'implicit' && rel.op !== '==' && rel.op !== '!=') throw new NotModelled(`operator ${rel.op} with a ${right.kind}`);
       return matchesKey(left, right, rel.left, ctx) !== negated;
     default: {
+      // `fib … oif exists` / `missing` (NFTA_FIB_F_PRESENT): whether the lookup found an interface.
+      if (rel.left.kind === 'fib' && right.kind === 'literal' && (right.text === 'exists' || right.text === 'missing')) {
+        const present = left !== 0n && left !== '';
+        return (present === (right.text === 'exists')) !== negated;
+      }
       const value = evaluateExpr(right, ctx);
       if (value === undefined) return false;
       if (rel.op === 'implicit' && right.kind === 'literal' && right.dtype && isBitmaskType(right.dtype) && typeof left === 'bigint' && typeof value === 'bigint') {
@@ -442,7 +574,7 @@ function compare(left: RtValue, right: RtValue, op: Relational['op'], rightExpr:
   }
 }
 
-function isEqual(left: RtValue, right: RtValue, rightExpr?: Expr): boolean {
+export function isEqual(left: RtValue, right: RtValue, rightExpr?: Expr): boolean {
   if (typeof left === 'string' && typeof right === 'string') {
     // `iifname "eth*"` compares the name's prefix (nft turns a trailing * into a prefix match,
     // src/evaluate.c expr_evaluate_string); `\*` is a literal star.
@@ -459,7 +591,7 @@ function isEqual(left: RtValue, right: RtValue, rightExpr?: Expr): boolean {
 }
 
 /** Whether a value matches one set key: a value, prefix, range, concatenation of those, or `*`. */
-function matchesKey(value: RtValue, key: Expr, lhs: Expr | undefined, ctx: SimContext): boolean {
+export function matchesKey(value: RtValue, key: Expr, lhs: Expr | undefined, ctx: SimContext): boolean {
   switch (key.kind) {
     case 'wildcard':
       return true;
@@ -502,15 +634,4 @@ export function namedSet(name: string, ctx: SimContext): NamedSet {
   const set = ctx.table.sets.find((s) => s.name === name);
   if (!set) throw new NotModelled(`set @${name} is not defined in table ${ctx.table.family} ${ctx.table.name}`);
   return set;
-}
-
-/** The first element of a set or map whose key matches `value` (elements of interval sets do not
- * overlap, so the first is the one), including elements added during the run. */
-export function lookupElement(set: SetLiteral | SetRef, value: RtValue, lhs: Expr, ctx: SimContext): ElementExpr | undefined {
-  if (set.kind === 'set') return set.elements.find((e) => matchesKey(value, e.key, lhs, ctx));
-  const named = namedSet(set.name, ctx);
-  const found = (named.elements ?? []).find((e) => matchesKey(value, e.key, lhs, ctx));
-  if (found) return found;
-  const added = ctx.dynamicSets.get(named) ?? [];
-  return added.some((v) => isEqual(value, v as RtValue)) ? { kind: 'element', span: set.span, key: set } : undefined;
 }

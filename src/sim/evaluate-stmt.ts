@@ -2,12 +2,14 @@
 // match ends the rule, a verdict ends it with that verdict, the rest change the packet, its
 // marks, its conntrack entry or NAT mapping.
 
-import type { Expr, NatStmt, Rule, Stmt, XtExtensionStmt } from '../model/ast.js';
+import type { Expr, LimitStmt, NatStmt, QuotaStmt, Rule, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
-import { primaryAddress } from './host.js';
-import { CT_STATUS, evaluateExpr, lookupElement, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
+import { localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
+import { CT_STATUS, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
+import { lookupElement } from './lookup-element.js';
 import { formatMark } from './outcome.js';
 import { NotModelled, locOf, type SimContext } from './sim-context.js';
+import { writePayload } from './packet-bytes.js';
 import { NAT_MANIP } from './pipeline.js';
 
 export type Verdict =
@@ -81,13 +83,20 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
       // No effect on the first packet's way (a flow is offloaded once established).
       return undefined;
     case 'limit':
-    case 'quota': {
-      // Their state depends on all the traffic before: assume the packet is within the limit.
-      reportUnsupported(ctx, `${stmt.kind} depends on earlier traffic: assumed not exceeded`);
-      return stmt.over ? NO_MATCH : undefined;
-    }
+      return isLimitPassed(stmt, ctx) ? undefined : NO_MATCH;
+    case 'quota':
+      return isQuotaPassed(stmt, ctx) ? undefined : NO_MATCH;
     case 'meta-set':
-      if (stmt.key === 'nftrace') return undefined;
+      if (stmt.key === 'nftrace' || stmt.key === 'priority') {
+        // skb->nf_trace (a bit) and skb->priority: nothing on the packet's way reads them but
+        // `meta nftrace` / `meta priority` (nft_meta.c nft_meta_set_eval).
+        const value = evaluateExpr(stmt.value, ctx);
+        if (value === undefined) return NO_MATCH;
+        const n = integerOf(value, `meta ${stmt.key} set`);
+        if (stmt.key === 'nftrace') ctx.pkt.nftrace = n & 1;
+        else ctx.pkt.priority = n;
+        return undefined;
+      }
       if (stmt.key !== 'mark') throw new NotModelled(`meta ${stmt.key} set`);
       {
         // An expression with no value (`ct mark` without a conntrack entry) ends the rule as a
@@ -98,21 +107,28 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
       }
       return undefined;
     case 'ct-set': {
-      if (stmt.key !== 'mark' && stmt.key !== 'zone') throw new NotModelled(`ct ${stmt.key} set`);
+      if (stmt.key === 'event' || stmt.key === 'expectation') return undefined; // no effect on this packet's way
+      if (stmt.key !== 'mark' && stmt.key !== 'zone' && stmt.key !== 'label') throw new NotModelled(`ct ${stmt.key} set`);
       const source = evaluateExpr(stmt.value, ctx);
       if (source === undefined) return NO_MATCH;
-      const value = integerOf(source, `ct ${stmt.key} set`);
+      if (stmt.key === 'zone') {
+        // nft_ct.c nft_ct_set_zone_eval: only a packet conntrack has not seen yet gets the zone
+        // (a template entry); once it has an entry, nothing changes.
+        if (!ctx.ctAttached && ctx.ct.state !== 'untracked') ctx.ct.zone = integerOf(source, 'ct zone set') & 0xffff;
+        return undefined;
+      }
       // Without a conntrack entry there is nothing to set (nft_ct.c nft_ct_set_eval).
       if (!ctx.ctAttached || ctx.ct.state === 'invalid' || ctx.ct.state === 'untracked') return undefined;
-      if (stmt.key === 'mark') ctx.ct.mark = value;
-      else ctx.ct.zone = value;
+      if (stmt.key === 'mark') ctx.ct.mark = integerOf(source, 'ct mark set');
+      else if (typeof source === 'bigint') ctx.ct.labels = (ctx.ct.labels ?? 0n) | source; // nf_connlabels_replace with the bit's mask
       return undefined;
     }
     case 'payload-set':
-      setPayload(stmt.target, stmt.value, ctx);
-      return undefined;
-    case 'nat':
-      return { matched: true, verdict: setUpNat(stmt, ctx) };
+      return setPayload(stmt.target, stmt.value, ctx);
+    case 'nat': {
+      const verdict = setUpNat(stmt, ctx);
+      return verdict ? { matched: true, verdict } : NO_MATCH;
+    }
     case 'reject':
       return { matched: true, verdict: { name: 'reject' } };
     case 'queue':
@@ -131,8 +147,7 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
       return undefined;
     }
     case 'objref':
-      if (stmt.type === 'counter') return undefined;
-      throw new NotModelled(`${stmt.type} object`);
+      return evaluateObjRef(stmt, ctx);
     case 'xt-extension':
       return evaluateXtExtension(stmt, ctx);
     case 'xt':
@@ -140,11 +155,18 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
     case 'unsupported':
       throw new NotModelled(`'${stmt.text}'`);
     case 'option-reset':
-    case 'tproxy':
+      // nftsim's TCP packets carry no options: nothing to reset (nft_exthdr_tcp_strip_eval).
+      return undefined;
     case 'dup':
+      // nft_dup_ipv4/6: a copy goes to the given address or device; the packet itself goes on
+      // unchanged. The copy's way is not simulated.
+      return undefined;
+    case 'tproxy':
+      throw new NotModelled('tproxy (whether a transparent socket listens there is not in the host model)');
     case 'fwd':
+      throw new NotModelled('fwd (forwarding from the netdev ingress hook ends the packet\'s way there)');
     case 'synproxy':
-      throw new NotModelled(`${stmt.kind} statement`);
+      throw new NotModelled('synproxy (answers a SYN itself and consumes it)');
     default: {
       const exhaustive: never = stmt;
       return exhaustive;
@@ -170,23 +192,81 @@ function integerOf(value: RtValue | undefined, what: string): number {
   return Number(value & 0xffffffffn);
 }
 
-function setPayload(target: Expr, valueExpr: Expr, ctx: SimContext): void {
+/** A payload statement (`ip dscp set cs1`, `tcp dport set 8080`, `@nh,8,8 set 0x10`): the
+ * field changes in the packet (packet-bytes.ts), and later matches see the new value. The kernel
+ * rewrites the packet only: the conntrack entry keeps its tuples (a stateless rewrite is not NAT,
+ * and later packets of the flow are not rewritten back). A field whose header the packet lacks
+ * ends the rule (nft's protocol dependency). */
+function setPayload(target: Expr, valueExpr: Expr, ctx: SimContext): RuleResult | undefined {
+  if (target.kind === 'tcp-option') {
+    // nft_exthdr_tcp_set_eval: the option is not in the packet (no TCP options here): no change.
+    return undefined;
+  }
+  if (target.kind !== 'payload' && target.kind !== 'raw-payload') throw new NotModelled(`${target.kind} set`);
+  if (evaluateExpr(target, ctx) === undefined) return NO_MATCH;
   const value = evaluateExpr(valueExpr, ctx);
-  if (typeof value !== 'bigint' || target.kind !== 'payload') throw new NotModelled('payload set');
-  const field = `${target.protocol} ${target.field}`;
-  const p = ctx.pkt;
-  if ((target.protocol === 'ip' || target.protocol === 'ip6') && target.protocol === ctx.family) {
-    if (target.field === 'saddr') return void (p.src = { family: ctx.family, n: value });
-    if (target.field === 'daddr') return void (p.dst = { family: ctx.family, n: value });
-    if (target.field === 'dscp') return void (p.dscp = Number(value));
-    if (target.field === 'ttl' || target.field === 'hoplimit') return void (p.ttl = Number(value));
-  }
-  if (['tcp', 'udp', 'th', 'sctp', 'udplite'].includes(target.protocol) && p.sport !== undefined) {
-    if (target.field === 'sport') return void (p.sport = Number(value));
-    if (target.field === 'dport') return void (p.dport = Number(value));
-  }
-  throw new NotModelled(`${field} set`);
+  if (value === undefined) return NO_MATCH;
+  if (typeof value !== 'bigint') throw new NotModelled('payload set with a value that is not an integer');
+  writePayload(target, value, ctx);
+  return undefined;
 }
+
+// Byte units of limit and quota (nft src/parser_bison.y: bytes, kbytes, mbytes as powers of 1024).
+const BYTE_UNITS: Readonly<Record<string, number>> = { bytes: 1, kbytes: 1024, mbytes: 1024 * 1024 };
+
+function bytesOf(amount: number, unit: string | undefined): number {
+  const factor = BYTE_UNITS[unit ?? 'bytes'];
+  if (factor === undefined) throw new NotModelled(`unit ${unit ?? ''}`);
+  return amount * factor;
+}
+
+/** nft_limit.c for the state of a freshly loaded ruleset (what nftsim simulates: a limit's tokens
+ * are not in a listing): the bucket starts full. A packet limit's bucket holds `burst` packets
+ * (5 when none is given, NFT_LIMIT_PKT_BURST_DEFAULT), so the first packet is within it; a byte
+ * limit's holds rate + burst bytes, which the packet's length must not exceed. `over` inverts. */
+function isLimitPassed(stmt: LimitStmt, ctx: SimContext): boolean {
+  const within = stmt.unit === 'packets' ? true : ctx.pkt.length <= bytesOf(stmt.rate, stmt.unit) + bytesOf(stmt.burst ?? 0, stmt.burstUnit ?? stmt.unit);
+  return within !== stmt.over;
+}
+
+/** nft_quota.c nft_overquota: consumed (the listing's `used`) plus this packet's length beyond
+ * the quota is over (`consumed > quota`; reaching it exactly only reports depletion, checked with
+ * kernel 6.18: `quota 40 bytes` passes a 40-byte packet); `quota over` matches then, `quota`
+ * matches up to it. */
+function isQuotaPassed(stmt: Pick<QuotaStmt, 'over' | 'amount' | 'unit' | 'used' | 'usedUnit'>, ctx: SimContext): boolean {
+  const used = stmt.used === undefined ? 0 : bytesOf(stmt.used, stmt.usedUnit ?? stmt.unit);
+  const over = used + ctx.pkt.length > bytesOf(stmt.amount, stmt.unit);
+  return over === stmt.over;
+}
+
+/** `counter name …`, `quota name …`, `limit name …`, `ct helper set …` and the other named
+ * stateful objects of the table. */
+function evaluateObjRef(stmt: Extract<Stmt, { kind: 'objref' }>, ctx: SimContext): RuleResult | undefined {
+  if (stmt.type === 'counter') return undefined;
+  const nameValue = stmt.name.kind === 'literal' ? stmt.name.text : undefined;
+  if (nameValue === undefined) throw new NotModelled(`${stmt.type} object chosen by a map`);
+  const object = ctx.table.objects.find((o) => o.name === nameValue);
+  if (!object) throw new NotModelled(`${stmt.type} object "${nameValue}" is not defined in table ${ctx.table.family} ${ctx.table.name}`);
+  switch (object.kind) {
+    case 'quota-object':
+      return isQuotaPassed({ over: object.over, amount: object.bytes, unit: 'bytes', ...(object.used !== undefined && { used: object.used }) }, ctx) ? undefined : NO_MATCH;
+    case 'limit-object':
+      return isLimitPassed(object.limit, ctx) ? undefined : NO_MATCH;
+    case 'ct-helper-object':
+      // nft_ct.c nft_ct_helper_obj_eval: assigned to an entry conntrack has not confirmed yet
+      // (the flow's first packet) when the protocol matches.
+      if (ctx.ctAttached && ctx.ct.state === 'new' && L4_PROTOCOL_NAMES[object.protocol] === ctx.pkt.l4proto) ctx.ct.helper = object.helper;
+      return undefined;
+    case 'ct-timeout-object':
+    case 'ct-expectation-object':
+      // A timeout policy or an expectation: no effect on this packet's way.
+      return undefined;
+    default:
+      throw new NotModelled(`${stmt.type} object`);
+  }
+}
+
+const L4_PROTOCOL_NAMES: Readonly<Record<string, number>> = { tcp: 6, udp: 17, dccp: 33, sctp: 132, udplite: 136 };
 
 function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult | undefined {
   const option = (name: string) => stmt.options.find((o) => o.name === name);
@@ -202,10 +282,103 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
     }
   }
   if (stmt.type === 'match' && stmt.name === 'comment') return undefined;
-  throw new NotModelled(`iptables ${stmt.type} ${stmt.name}`);
+  if (stmt.type === 'match') {
+    const matched = matchXt(stmt, ctx);
+    return matched ? undefined : NO_MATCH;
+  }
+  if (stmt.name === 'CHECKSUM') return undefined; // fills in a partial checksum: no effect on the way
+  if (stmt.name === 'CONNMARK' && (option('save-mark') || option('restore-mark'))) {
+    // The masked forms the lowering keeps as xt (xt_connmark.c connmark_tg_shift, no shift):
+    // save: ctmark = (ctmark & ~ctmask) ^ (mark & nfmask); restore: mark = (mark & ~nfmask) ^
+    // (ctmark & ctmask); `--mask` sets both masks. No conntrack entry: no effect.
+    const mask = (name: string): number => {
+      const value = (option('mask') ?? option(name))?.value;
+      return value?.type === 'number' ? value.n : 0xffffffff;
+    };
+    const [nfmask, ctmask] = [mask('nfmask'), mask('ctmask')];
+    if (!ctx.ctAttached || ctx.ct.state === 'invalid' || ctx.ct.state === 'untracked') return undefined;
+    if (option('save-mark')) ctx.ct.mark = ((ctx.ct.mark & ~ctmask) ^ (ctx.pkt.mark & nfmask)) >>> 0;
+    else ctx.pkt.mark = ((ctx.pkt.mark & ~nfmask) ^ (ctx.ct.mark & ctmask)) >>> 0;
+    return undefined;
+  }
+  throw new NotModelled(XT_NOT_MODELLED[stmt.name] ?? `iptables target ${stmt.name}`);
 }
 
-function formatEndpoint(address: string, port: string | undefined, family: 'ip' | 'ip6'): string {
+/** Why an xt extension is not modelled: the state or host facts it depends on. */
+const XT_NOT_MODELLED: Readonly<Record<string, string>> = {
+  recent: 'iptables match recent (a per-address list of earlier packets)',
+  hashlimit: 'iptables match hashlimit (rates of earlier packets per flow)',
+  connlimit: 'iptables match connlimit (the number of other connections)',
+  physdev: 'iptables match physdev (bridge ports are not in the host model)',
+  string: 'iptables match string (the packet payload is not in the packet model)',
+  bpf: 'iptables match bpf (a BPF program)',
+  u32: 'iptables match u32',
+  owner: 'iptables match owner (the socket owner of a locally generated packet)',
+  SET: 'iptables target SET (ipset contents are not in the input)',
+};
+
+/** The xt matches iptables-nft keeps as xt expressions that nftsim gives their semantics. */
+function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
+  const option = (name: string) => stmt.options.find((o) => o.name === name);
+  switch (stmt.name) {
+    case 'conntrack':
+    case 'state': {
+      // xt_conntrack.c conntrack_mt: `--ctstate` mixing SNAT/DNAT with states tests one bit
+      // mask: the state's bit, plus SNAT/DNAT from the status (no entry: INVALID, notrack:
+      // UNTRACKED); `!` inverts.
+      if (stmt.options.length !== 1) throw new NotModelled(`iptables match ${stmt.name} with ${stmt.options.map((o) => o.name).join(', ')}`);
+      const o = stmt.options[0]!;
+      if ((o.name !== 'ctstate' && o.name !== 'state') || o.value.type !== 'names') throw new NotModelled(`iptables match ${stmt.name} --${o.name}`);
+      const ct = ctx.ct;
+      const state = !ctx.ctAttached ? (ct.state === 'untracked' ? 'UNTRACKED' : 'INVALID') : ct.state.toUpperCase();
+      const bits = new Set([state]);
+      if (ctx.ctAttached && ct.state !== 'invalid' && ct.state !== 'untracked') {
+        if (ct.status & CT_STATUS.snat) bits.add('SNAT');
+        if (ct.status & CT_STATUS.dnat) bits.add('DNAT');
+      }
+      return o.value.names.some((n) => bits.has(n)) !== o.negated;
+    }
+    case 'set': {
+      const set = option('match-set')?.value;
+      throw new NotModelled(`ipset ${set?.type === 'ipset' ? `'${set.set}'` : ''} (ipset contents are not in the input)`);
+    }
+    case 'policy': {
+      // xt_policy.c: nftsim's packets have no IPsec (no secpath, no xfrm bundle): `--pol none`
+      // matches, `--pol ipsec` does not.
+      const pol = option('pol');
+      if (pol?.value.type !== 'names') throw new NotModelled('iptables match policy without --pol');
+      return pol.value.names.includes('none') !== pol.negated;
+    }
+    case 'rpfilter':
+      return matchRpfilter(stmt, ctx);
+    case 'socket':
+      // xt_socket.c: a packet to a non-local address has no socket (the host model lists none).
+      if (ctx.iif !== undefined && !localInterfaceOf(ctx.host, ctx.pkt.dst)) return false;
+      throw new NotModelled('iptables match socket (the host model has no sockets)');
+    default:
+      throw new NotModelled(XT_NOT_MODELLED[stmt.name] ?? `iptables match ${stmt.name}`);
+  }
+}
+
+/** xt_rpfilter.c rpfilter_mt (prerouting only): a packet from lo passes; otherwise the route
+ * back to the source must be unicast through the input interface (`--loose`: any interface), a
+ * local source passing only with `--accept-local`; `--invert` inverts. */
+function matchRpfilter(stmt: XtExtensionStmt, ctx: SimContext): boolean {
+  const flag = (name: string): boolean => stmt.options.some((o) => o.name === name);
+  const invert = flag('invert');
+  if (ctx.iif === undefined) throw new NotModelled('iptables match rpfilter outside prerouting');
+  if (ctx.iif === 'lo') return !invert;
+  if (flag('validmark')) throw new NotModelled('iptables match rpfilter --validmark (policy routing)');
+  let passed: boolean;
+  if (localInterfaceOf(ctx.host, ctx.pkt.src)) passed = flag('accept-local');
+  else {
+    const route = lookupRoute(ctx.host, ctx.pkt.src);
+    passed = route !== undefined && (flag('loose') || route.dev === ctx.iif);
+  }
+  return passed !== invert;
+}
+
+export function formatEndpoint(address: string, port: string | undefined, family: 'ip' | 'ip6'): string {
   if (port === undefined) return address;
   return family === 'ip6' ? `[${address}]:${port}` : `${address}:${port}`;
 }
@@ -227,6 +400,13 @@ function natValue(expr: Expr | undefined, ctx: SimContext): { first: bigint; tex
   return { first: value, text: (f) => f(value) };
 }
 
+function pickDestinationPort(range: Extract<Expr, { kind: 'range' }>, dport: number, ctx: SimContext): number | undefined {
+  const low = natPart(range.low, ctx);
+  const high = natPart(range.high, ctx);
+  if (typeof low !== 'bigint' || typeof high !== 'bigint') return undefined;
+  return dport >= Number(low) && dport <= Number(high) ? dport : Number(low);
+}
+
 /** A NAT address or port: nft types `dnat to 10.0.0.1:80` from the table family, which the
  * model leaves untyped in an inet table or without `ip`; read such a literal by its spelling. */
 function natPart(expr: Expr, ctx: SimContext): RtValue | undefined {
@@ -241,8 +421,9 @@ function natPart(expr: Expr, ctx: SimContext): RtValue | undefined {
 /** Sets up a NAT mapping as nf_nat_setup_info does and returns the verdict the nat expressions
  * return (NF_ACCEPT: a NAT statement ends its chain, nft_nat.c nft_nat_eval). The packet is
  * rewritten now: the chain ends here and later nat chains at this hook are skipped, so only
- * the chains after the NAT hook see it, as after nf_nat_packet. */
-function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict {
+ * the chains after the NAT hook see it, as after nf_nat_packet. Undefined: a map had no element
+ * for the packet, so the rule does not match. */
+function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict | undefined {
   const manip = NAT_MANIP[ctx.hook];
   const wants = stmt.type === 'dnat' || stmt.type === 'redirect' ? 'dst' : 'src';
   if (manip !== wants) throw new NotModelled(`${stmt.type} at the ${ctx.hook} hook (the kernel refuses it there)`);
@@ -258,7 +439,8 @@ function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict {
     if (Array.isArray(both) && both.length === 2 && typeof both[0] === 'bigint' && typeof both[1] === 'bigint') {
       addressExpr = { kind: 'literal', span: stmt.span, text: formatAddress({ family, n: both[0] }), value: { type: family === 'ip' ? 'ipv4' : 'ipv6', addr: formatAddress({ family, n: both[0] }) } };
       portExpr = { kind: 'literal', span: stmt.span, text: String(both[1]), value: { type: 'integer', n: Number(both[1]) } };
-    } else if (both === undefined) return { name: 'continue' };
+      // No element for the key: NFT_BREAK, the rule does not match (nft_lookup.c).
+    } else if (both === undefined) return undefined;
   }
   let address: Address | undefined;
   let addressText: string;
@@ -274,11 +456,18 @@ function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict {
     address = { family, n: a.first };
     addressText = a.text((n) => formatAddress({ family, n }));
   }
-  const port = natValue(portExpr, ctx);
   const random = stmt.flags.includes('random') || stmt.flags.includes('fully-random');
+  // DNAT to a port range without random flags is not random: the port stays when it is in the
+  // range, else the range's first is taken (nf_nat_core.c get_unique_tuple, and
+  // nf_nat_l4proto_unique_tuple's offset 0 for the destination), while that tuple is unused.
+  const picked = wants === 'dst' && !random && portExpr?.kind === 'range' && typeof p.dport === 'number' ? pickDestinationPort(portExpr, p.dport, ctx) : undefined;
+  const port = picked === undefined ? natValue(portExpr, ctx) : undefined;
   const rewrite = wants === 'dst' ? 'dport' : 'sport';
   let portText: string | undefined;
-  if (port) {
+  if (picked !== undefined) {
+    portText = String(picked);
+    p.dport = picked;
+  } else if (port) {
     portText = port.text((n) => String(n));
     p[rewrite] = portText.includes('-') ? portText : Number(port.first);
   } else if (random && typeof p[rewrite] === 'number') {
@@ -289,6 +478,11 @@ function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict {
   }
   if (wants === 'dst') p.dst = address;
   else p.src = address;
+  // The entry's reply tuple now expects replies from (DNAT) / to (SNAT) the new endpoint
+  // (nf_nat_setup_info → nf_conntrack_alter_reply), for `ct reply saddr` and friends.
+  const original = ctx.ct.original;
+  const reply = ctx.ct.reply ?? { src: original.dst, dst: original.src, sport: original.dport, dport: original.sport };
+  ctx.ct.reply = wants === 'dst' ? { src: address, dst: reply.dst, sport: p.dport, dport: reply.dport } : { src: reply.src, dst: address, sport: reply.sport, dport: p.sport };
   ctx.natDone.add(wants);
   ctx.ct.status |= wants === 'dst' ? CT_STATUS.dnat : CT_STATUS.snat;
   ctx.nat.push({ type: stmt.type, to: formatEndpoint(addressText, portText, family), at: locOf(ctx.rule!) });

@@ -37,6 +37,10 @@ export interface NatEvent {
   /** `10.0.0.1:8080`, `192.0.2.10`, `[2001:db8::1]:80`; a range where the kernel picks. */
   readonly to: string;
   readonly at: Loc;
+  /** Absent: the rule at `at` set the mapping up for this packet. Present: a later packet of the
+   * connection the rule's mapping rewrote, without the nat chains (nf_nat_packet), in this
+   * direction of the connection; `to` is where it rewrote this packet. */
+  readonly conntrack?: 'original' | 'reply';
 }
 
 export type Disposition = 'forwarded' | 'delivered' | 'sent' | 'dropped' | 'rejected' | 'queued' | 'unknown';

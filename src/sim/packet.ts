@@ -4,6 +4,7 @@
 import { datatypeSymbols } from '../model/datatypes.js';
 import { parseAddress, type Address, type AddressFamily } from './address.js';
 import type { Host } from './host.js';
+import { headersLength } from './packet-bytes.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
 
 /** The packet as a user writes it. Numbers may be given as `"0x…"` strings. */
@@ -132,7 +133,7 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
   const icmpType = icmpDtype ? readSymbolic(reader, record.icmpType ?? 'echo-request', at('icmpType'), `${icmpDtype}_type`) : undefined;
   const icmpCode = icmpDtype ? readSymbolic(reader, record.icmpCode ?? 0, at('icmpCode'), `${icmpDtype}_code`) : undefined;
 
-  const ct = readCt(reader, record.ct, at('ct'));
+  const ct = readCt(reader, record.ct, at('ct'), isTcp ? firstTcpState(tcpFlags) : 'new');
   for (const field of ['skuid', 'skgid'] as const) {
     if (record[field] !== undefined && iif !== undefined) reader.fail(at(field), 'only for a locally generated packet (no iif)');
   }
@@ -152,7 +153,9 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
           ...(icmpType !== undefined && { icmpType, icmpCode }),
           mark: record.mark === undefined ? 0 : (reader.unsigned(record.mark, at('mark'), 32) ?? 0),
           ct,
-          length: number('length', 16, 60),
+          // Default: the headers alone, no payload and no options (packet-bytes.ts), as the
+          // kernel harness crafts a first packet.
+          length: number('length', 16, headersLength(family, l4proto)),
           dscp: record.dscp === undefined ? 0 : (readSymbolic(reader, record.dscp, at('dscp'), 'dscp') ?? 0),
           ttl: number('ttl', 8, 64),
           ...(record.skuid !== undefined && { skuid: reader.unsigned(record.skuid, at('skuid'), 32) }),
@@ -205,11 +208,26 @@ function readFlags(reader: FieldReader, value: unknown, path: FieldPath, dtype: 
 
 const CT_STATES: readonly CtStateName[] = ['new', 'established', 'related', 'invalid', 'untracked'];
 
-function readCt(reader: FieldReader, value: unknown, path: FieldPath): Packet['ct'] | undefined {
-  if (value === undefined) return { state: 'new', mark: 0, status: 0, zone: 0, direction: 0 };
+// TCP flags (include/net/tcp.h TCPHDR_*): FIN SYN RST PSH ACK URG.
+const TCP_CORE_FLAGS = 0x3f;
+/** The flag sets (urg, psh aside) conntrack takes as the first packet of a connection. */
+const TCP_OPENING_FLAGS = new Set([0x02, 0x22, 0x10, 0x30, 0x18, 0x38]);
+
+/**
+ * The state of a TCP packet that opens no entry of its own: conntrack gives a first packet an
+ * entry (new) only for a SYN, or a bare ACK (mid-stream pickup, nf_conntrack_tcp_loose defaults to
+ * 1); SYN-ACK, FIN, RST first packets and invalid flag sets get none and read as invalid
+ * (nf_conntrack_proto_tcp.c tcp_error, tcp_new: tcp_conntracks[0][*][sNO] is sIV).
+ */
+function firstTcpState(flags: number): CtStateName {
+  return TCP_OPENING_FLAGS.has(flags & TCP_CORE_FLAGS) ? 'new' : 'invalid';
+}
+
+function readCt(reader: FieldReader, value: unknown, path: FieldPath, defaultState: CtStateName): Packet['ct'] | undefined {
+  if (value === undefined) return { state: defaultState, mark: 0, status: 0, zone: 0, direction: 0 };
   const record = reader.object(value, path, ['state', 'mark', 'status', 'zone', 'direction']);
   if (!record) return undefined;
-  let state: CtStateName = 'new';
+  let state: CtStateName = defaultState;
   if (record.state !== undefined) {
     const s = reader.string(record.state, [...path, 'state']);
     if (s !== undefined && !(CT_STATES as readonly string[]).includes(s)) reader.fail([...path, 'state'], `expected one of ${CT_STATES.join(', ')}`);

@@ -1,7 +1,7 @@
 // Which base chains a packet meets, in which order: the netfilter hooks of its path, the families
 // whose chains see it, and the order the kernel runs chains registered at one hook.
 
-import type { Chain, Family, Hook, Ruleset, Table } from '../model/ast.js';
+import type { Chain, Family, Hook, NatStmt, Ruleset, Stmt, Table } from '../model/ast.js';
 import type { AddressFamily } from './address.js';
 
 export type PathName = 'input' | 'forward' | 'output';
@@ -92,9 +92,14 @@ function findConntrackFamilies(ruleset: Ruleset): ReadonlySet<AddressFamily> {
   for (const table of ruleset.tables) {
     const covers: readonly AddressFamily[] = table.family === 'ip' ? ['ip'] : table.family === 'ip6' ? ['ip6'] : ['ip', 'ip6'];
     if (covers.every((f) => families.has(f))) continue;
-    if (isConntrackUser(table.objects) || table.chains.some((chain) => chain.rules.some((rule) => isConntrackUser(rule.stmts)))) {
+    // `dnat ip to …` in an inet table enables conntrack for its own family only (nft_nat.c
+    // nft_nat_init: nf_ct_netns_get(net, the NAT's family)).
+    const familied = (stmt: Stmt): stmt is NatStmt & { family: AddressFamily } => stmt.kind === 'nat' && (stmt.family === 'ip' || stmt.family === 'ip6');
+    const rules = table.chains.flatMap((chain) => chain.rules);
+    if (isConntrackUser(table.objects) || rules.some((rule) => isConntrackUser(rule.stmts.filter((stmt) => !familied(stmt))))) {
       for (const f of covers) families.add(f);
     }
+    for (const stmt of rules.flatMap((rule) => rule.stmts)) if (familied(stmt)) families.add(stmt.family);
   }
   return families;
 }
@@ -124,6 +129,11 @@ export interface HookIndex {
   readonly tableOf: WeakMap<Chain, Table>;
   /** The families conntrack is enabled for (findConntrackFamilies). */
   readonly conntrack: ReadonlySet<AddressFamily>;
+  /** The families with a nat base chain: the first one registers the NAT hook at all four hooks
+   * (nf_nat_core.c nf_nat_register_fn), so each sets up its (null) binding there. */
+  readonly nat: ReadonlySet<AddressFamily>;
+  /** chainsAt's answers, computed once per hook, family and (for ingress) device. */
+  readonly ordered: Map<string, readonly HookEntry[]>;
 }
 
 export function buildHookIndex(ruleset: Ruleset): HookIndex {
@@ -144,7 +154,11 @@ export function buildHookIndex(ruleset: Ruleset): HookIndex {
     }
     chains.set(table, byName);
   }
-  return { byHook, chains, tableOf, conntrack: findConntrackFamilies(ruleset) };
+  const nat = new Set<AddressFamily>();
+  for (const r of [...byHook.values()].flat()) {
+    if (r.nat) for (const f of r.table.family === 'inet' ? (['ip', 'ip6'] as const) : r.table.family === 'ip' || r.table.family === 'ip6' ? [r.table.family] : []) nat.add(f);
+  }
+  return { byHook, chains, tableOf, conntrack: findConntrackFamilies(ruleset), nat, ordered: new Map() };
 }
 
 /** The base chains a packet of `family` meets at `hook` (arriving on `iif` for ingress), in the
@@ -153,6 +167,17 @@ export function buildHookIndex(ruleset: Ruleset): HookIndex {
  * whose priority is not lower). nat chains take the slot of the NAT hook, where they are ordered
  * among themselves the same way; the NAT hook registers with the first nat chain. */
 export function chainsAt(index: HookIndex, hook: Hook, family: AddressFamily, iif: string | undefined): HookEntry[] {
+  const key = hook === 'ingress' ? `${hook} ${family} ${iif ?? ''}` : `${hook} ${family}`;
+  let entries = index.ordered.get(key);
+  if (!entries) {
+    entries = orderChains(index, hook, family, iif);
+    index.ordered.set(key, entries);
+  }
+  // A copy: the caller may change it, the next packet must not see that.
+  return entries.slice();
+}
+
+function orderChains(index: HookIndex, hook: Hook, family: AddressFamily, iif: string | undefined): HookEntry[] {
   const families = familiesAt(hook, family);
   const entries = (index.byHook.get(hook) ?? []).filter(
     (r) => families.includes(r.table.family) && (hook !== 'ingress' || (iif !== undefined && r.chain.base!.devices.includes(iif))),

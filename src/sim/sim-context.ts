@@ -3,6 +3,7 @@
 
 import type { Chain, Hook, Rule, Table } from '../model/ast.js';
 import type { Address } from './address.js';
+import type { ConntrackTable, CtEntry, CtTuple, NatManip } from './conntrack-table.js';
 import type { Host } from './host.js';
 import type { Loc, NatEvent, TraceEvent } from './outcome.js';
 import type { CtStateName, Packet } from './packet.js';
@@ -27,6 +28,20 @@ export interface PacketState {
   ttl: number;
   readonly skuid?: number;
   readonly skgid?: number;
+  /** The headers as a payload statement left them (packet-bytes.ts); absent: the defaults. */
+  headers?: StoredHeaders;
+  /** skb->priority as `meta priority set` left it (absent: 0). */
+  priority?: number;
+  /** skb->nf_trace as `meta nftrace set` left it (absent: 0). */
+  nftrace?: number;
+}
+
+/** The serialised network and transport headers (packet-bytes.ts). `staleChecksum`: a raw
+ * payload statement changed bytes without the checksum update nft asks for named fields. */
+export interface StoredHeaders {
+  readonly nh: Uint8Array;
+  readonly th: Uint8Array;
+  readonly staleChecksum?: boolean;
 }
 
 export interface CtStateValue {
@@ -34,9 +49,42 @@ export interface CtStateValue {
   mark: number;
   status: number;
   zone: number;
-  readonly direction: 0 | 1;
+  direction: 0 | 1;
+  /** The helper `ct helper set` assigned (absent: none). */
+  helper?: string;
+  /** The labels `ct label set` set (absent: none). */
+  labels?: bigint;
+  /** The reply tuple once NAT set up a mapping (absent: the inverse of the original). */
+  reply?: { readonly src: Address; readonly dst: Address; readonly sport?: number | string; readonly dport?: number | string };
   /** The original tuple, for `ct original ip saddr` and friends. */
-  readonly original: { readonly src: Address; readonly dst: Address; readonly sport?: number; readonly dport?: number };
+  original: { readonly src: Address; readonly dst: Address; readonly sport?: number; readonly dport?: number };
+}
+
+/** What packets leave behind for the later packets of a flow or scenario: the conntrack table
+ * and the elements `add @set` / `update @set` added, by set. The set lists are replaced, never
+ * changed in place, so a shallow copy of the map is a copy of the state. */
+export interface SimState {
+  readonly conntrack: ConntrackTable;
+  readonly dynamicSets: Map<object, unknown[]>;
+}
+
+/** The packet's link to the conntrack table (conntrack-table.ts). */
+export interface ConnLink {
+  readonly table: ConntrackTable;
+  /** The input gave the packet's `ct`: it overrides the table lookup. */
+  readonly explicit: boolean;
+  /** Confirmed entries go into the table (not for a single packet, which nothing reads after). */
+  readonly keep: boolean;
+  /** The entry found or, once confirmed, created. */
+  entry?: CtEntry;
+  /** The original tuple of a connection this packet opens (confirmed at the end of postrouting
+   * or input). */
+  tuple?: CtTuple;
+  /** Where the nat chains of this packet mapped each manipulation (address and port after
+   * the rule), for the entry's reply tuple. */
+  readonly mapped: Partial<Record<NatManip, { readonly addr: Address; readonly port?: number | string }>>;
+  /** The packet re-enters through lo carrying its entry (a local packet to a local address). */
+  carried: boolean;
 }
 
 /** A random choice among weighted branches: returns the index taken. */
@@ -50,9 +98,11 @@ export interface SimContext {
   readonly ct: CtStateValue;
   /** Conntrack has attached its entry (after NF_IP_PRI_CONNTRACK at prerouting/output). */
   ctAttached: boolean;
-  readonly iif?: string;
+  /** Changes only when a local packet comes back in through lo. */
+  iif?: string;
   /** Set by the routing decision. */
   oif?: string;
+  readonly conn: ConnLink;
   /** The NAT manipulations set up so far (nf_nat_initialized per manip type). */
   readonly natDone: Set<'src' | 'dst'>;
   readonly nat: NatEvent[];

@@ -2,13 +2,15 @@
 
 import type { Hook, Rule, Ruleset, Chain } from '../model/ast.js';
 import { formatAddress } from './address.js';
+import { ConntrackTable, IPS, invertTuple, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
+import { formatEndpoint } from './evaluate-stmt.js';
 import { readHost, lookupRoute, localInterfaceOf, type Host, type HostInput } from './host.js';
-import { formatMark, type Disposition, type Loc, type Outcome, type SimulationResult } from './outcome.js';
+import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { protocolName, readPacket, type Packet, type PacketInput } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
 import type { InputError } from './read-fields.js';
-import { locOf, type Chooser, type SimContext } from './sim-context.js';
+import { locOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
 
 export interface SimulateOptions {
   /** Pick one branch of every random choice with this seed instead of listing them all. */
@@ -30,7 +32,7 @@ export interface SimulatePacketResult extends SimulationResult {
 // Built once per parsed ruleset, so that simulating many packets does not re-index it.
 const indexes = new WeakMap<Ruleset, HookIndex>();
 
-function indexOf(ruleset: Ruleset): HookIndex {
+export function indexOf(ruleset: Ruleset): HookIndex {
   let index = indexes.get(ruleset);
   if (!index) {
     index = buildHookIndex(ruleset);
@@ -43,10 +45,16 @@ function isResolvedHost(host: HostInput | Host): host is Host {
   return Array.isArray(host.routes) && host.routes.some((r) => typeof (r as { dst: unknown }).dst === 'object');
 }
 
+/** The `host` of an input: nftsim's or ip -j's description (errors name the field), or a host
+ * resolved already. */
+export function readInputHost(value: unknown): { host: Host; errors: InputError[] } {
+  const hostValue = value as HostInput | Host | undefined;
+  return hostValue !== undefined && isResolvedHost(hostValue) ? { host: hostValue, errors: [] } : readHost([{ value: value ?? {}, path: ['host'] }]);
+}
+
 /** Resolves the JSON host and packet (errors name the field) for simulatePacket. */
 export function readSimulationInput(input: { readonly host?: unknown; readonly packet: unknown }): { host?: Host; packet?: Packet; errors: InputError[] } {
-  const hostValue = input.host as HostInput | Host | undefined;
-  const hostResult = hostValue !== undefined && isResolvedHost(hostValue) ? { host: hostValue, errors: [] } : readHost([{ value: input.host ?? {}, path: ['host'] }]);
+  const hostResult = readInputHost(input.host);
   const packetResult = readPacket(input.packet, hostResult.host);
   const errors = [...hostResult.errors, ...packetResult.errors];
   return errors.length > 0 ? { errors } : { host: hostResult.host, packet: packetResult.packet!, errors };
@@ -61,11 +69,28 @@ export function simulatePacket(ruleset: Ruleset, input: SimulationInput, options
   return { outcomes: simulateResolved(ruleset, host, packet, options) };
 }
 
-/** simulatePacket for an already resolved host and packet. */
+/** simulatePacket for an already resolved host and packet (its `ct` as given). */
 export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, options: SimulateOptions = {}): Outcome[] {
   const index = indexOf(ruleset);
-  const max = options.maxOutcomes ?? 4096;
-  const outcomes: Outcome[] = [];
+  return enumerateBranches(options, (choose) => runPacket(index, host, packet, { explicitCt: true, keep: false }, createSimState(), choose).outcome).map(
+    ({ probability, value }) => ({ ...value, probability }),
+  );
+}
+
+/** A fresh state: an empty conntrack table, no dynamic set elements. */
+export function createSimState(): SimState {
+  return { conntrack: new ConntrackTable(), dynamicSets: new Map() };
+}
+
+export function cloneSimState(state: SimState): SimState {
+  return { conntrack: state.conntrack.clone(), dynamicSets: new Map(state.dynamicSets) };
+}
+
+/** Runs `run` once per combination of random choices (or once, for `seed`), each with its joint
+ * probability. Each run follows one branch of every choice; the branches not taken are queued as
+ * forced prefixes of choices and run again from the start (a run is deterministic given its
+ * choices), so `run` may simulate one packet or a whole flow. */
+export function enumerateBranches<T>(options: SimulateOptions, run: (choose: Chooser) => T): { probability: number; value: T }[] {
   if (options.seed !== undefined) {
     const random = seededRandom(options.seed);
     let probability = 1;
@@ -80,13 +105,13 @@ export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, o
       }
       return weights.length - 1;
     };
-    const outcome = runOnce(index, host, packet, choose);
-    return [{ ...outcome, probability }];
+    const value = run(choose);
+    return [{ probability, value }];
   }
-  // Each run follows one branch of every choice; the branches not taken are queued as forced
-  // prefixes of choices and run again from the start (a run is deterministic given its choices).
+  const max = options.maxOutcomes ?? 4096;
+  const results: { probability: number; value: T }[] = [];
   const pending: number[][] = [[]];
-  while (pending.length > 0 && outcomes.length < max) {
+  while (pending.length > 0 && results.length < max) {
     const forced = pending.shift()!;
     const taken: number[] = [];
     let probability = 1;
@@ -102,10 +127,10 @@ export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, o
       probability *= weights[pick]!;
       return pick;
     };
-    const outcome = runOnce(index, host, packet, choose);
-    outcomes.push({ ...outcome, probability });
+    const value = run(choose);
+    results.push({ probability, value });
   }
-  return outcomes;
+  return results;
 }
 
 /** mulberry32: small, fast, good enough to pick branches reproducibly. */
@@ -122,7 +147,24 @@ function seededRandom(seed: number): () => number {
 
 type Ending = { readonly disposition: Disposition; readonly verdict: Outcome['verdict']; readonly by?: Rule | Chain; readonly reason?: string };
 
-function runOnce(index: HookIndex, host: Host, packet: Packet, choose: Chooser): Omit<Outcome, 'probability'> {
+/** One packet's run: its outcome (probability filled in by the caller) and the packet as it
+ * left, for the reply a flow may ask for. */
+export interface PacketRun {
+  readonly outcome: Omit<Outcome, 'probability'>;
+  readonly final: PacketState;
+  readonly family: Packet['family'];
+}
+
+/** How a packet runs: `explicitCt`, its input gave `ct` (no table lookup); `keep`, a later
+ * packet may read what it leaves in the state (a single packet's confirmed entry is not stored,
+ * which keeps simulatePacket as fast as before flows existed). */
+export interface RunHow {
+  readonly explicitCt: boolean;
+  readonly keep: boolean;
+}
+
+/** Runs one packet with `state` (the conntrack table and dynamic sets it reads and changes). */
+export function runPacket(index: HookIndex, host: Host, packet: Packet, how: RunHow, state: SimState, choose: Chooser): PacketRun {
   const ctx: SimContext = {
     host,
     index,
@@ -147,21 +189,24 @@ function runOnce(index: HookIndex, host: Host, packet: Packet, choose: Chooser):
       original: { src: packet.src, dst: packet.dst, sport: packet.sport, dport: packet.dport },
     },
     ctAttached: false,
+    conn: { table: state.conntrack, explicit: how.explicitCt, keep: how.keep, mapped: {}, carried: false },
     ...(packet.iif !== undefined && { iif: packet.iif }),
     natDone: new Set(),
     nat: [],
     trace: [],
     uncertain: false,
     choose,
-    dynamicSets: new Map(),
+    dynamicSets: state.dynamicSets,
     hook: 'prerouting',
     table: undefined as never,
     chain: undefined as never,
     basePriority: 0,
     orderDependent: false,
   };
-  const ending = packet.iif !== undefined ? receive(ctx, packet) : send(ctx, packet);
-  return finish(ctx, ending);
+  const ending = packet.iif !== undefined ? receive(ctx, packet.oif) : send(ctx, packet);
+  // A found entry is the kernel's own object: what the packet changed stays, dropped or not.
+  if (ctx.conn.entry) ctx.conn.entry.mark = ctx.ct.mark;
+  return { outcome: finish(ctx, ending), final: ctx.pkt, family: ctx.family };
 }
 
 /** Runs every base chain of a hook; an ending when the packet's way ends there. */
@@ -170,19 +215,139 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
   const conntrackAt = CONNTRACK_PRIORITY[hook];
   // No rule enables conntrack for this family: no packet ever gets an entry (pipeline.ts).
   const tracked = ctx.index.conntrack.has(ctx.family);
-  ctx.ctAttached = conntrackAt === undefined ? tracked && hook !== 'ingress' : false;
+  // A packet coming back in through lo still has its entry (loopback_xmit keeps skb->_nfct).
+  ctx.ctAttached = ctx.conn.carried ? tracked : conntrackAt === undefined ? tracked && hook !== 'ingress' : false;
   const natSlot = NAT_HOOK_PRIORITY[hook];
+  const manip = NAT_MANIP[hook];
+  let natHookReached = false;
   for (const entry of chainsAt(ctx.index, hook, ctx.family, ctx.iif)) {
     const isNat = entry.chain.base?.type === 'nat';
     const slot = isNat && natSlot !== undefined ? natSlot : entry.priority;
-    if (conntrackAt !== undefined && slot > conntrackAt) ctx.ctAttached = tracked;
+    if (conntrackAt !== undefined && slot > conntrackAt && !ctx.ctAttached) attachConntrack(ctx, tracked);
+    if (isNat && manip && !natHookReached) {
+      natHookReached = true;
+      applyMapping(ctx, manip);
+    }
     if (isNat && !isNatConsulted(ctx, hook)) continue;
+    const hadMapping = manip !== undefined && ctx.natDone.has(manip);
     const result: ChainResult = evaluateBaseChain(entry, ctx);
+    if (isNat && manip && !hadMapping && ctx.natDone.has(manip)) {
+      ctx.conn.mapped[manip] = manip === 'dst' ? { addr: ctx.pkt.dst, port: ctx.pkt.dport } : { addr: ctx.pkt.src, port: ctx.pkt.sport };
+    }
     if (result.verdict === 'accept') continue;
     return endingOf(result);
   }
-  if (conntrackAt !== undefined) ctx.ctAttached = tracked;
+  if (conntrackAt !== undefined && !ctx.ctAttached) attachConntrack(ctx, tracked);
+  // The NAT hook ran without a mapping: nf_nat_inet_fn sets up a null binding, so the
+  // manipulation counts as done for later hooks of the connection (nf_nat_alloc_null_binding).
+  // The hook runs wherever the family has a nat chain at any hook (nf_nat_register_fn).
+  if ((natHookReached || ctx.index.nat.has(ctx.family)) && manip && ctx.ctAttached && isTrackedState(ctx)) ctx.natDone.add(manip);
   return undefined;
+}
+
+function isTrackedState(ctx: SimContext): boolean {
+  return ctx.ct.state !== 'invalid' && ctx.ct.state !== 'untracked';
+}
+
+/** Conntrack looks the packet up at NF_IP_PRI_CONNTRACK (nf_conntrack_core.c nf_conntrack_in →
+ * resolve_normal_ct): a tuple of an entry's reply direction is `established` in direction
+ * reply and marks the entry SEEN_REPLY; of its original direction `new` until a reply was seen,
+ * `established` after; no entry: a new connection, confirmed when the packet gets through. */
+function attachConntrack(ctx: SimContext, tracked: boolean): void {
+  ctx.ctAttached = tracked;
+  const conn = ctx.conn;
+  // The packet's own state stands for what conntrack makes of it without an entry (new, or
+  // invalid for a TCP packet that cannot open one); `notrack` leaves it untracked.
+  if (!tracked || conn.carried || ctx.ct.state === 'untracked') return;
+  const tuple = tupleOf(ctx.family, ctx.pkt, ctx.ct.zone);
+  if (!tuple) return;
+  if (!conn.explicit) {
+    const found = conn.table.lookup(tuple);
+    if (found) {
+      const { entry, direction } = found;
+      if (direction === 1) entry.status |= IPS.seenReply;
+      conn.entry = entry;
+      ctx.ct.state = direction === 1 || (entry.status & IPS.seenReply) !== 0 ? 'established' : 'new';
+      ctx.ct.direction = direction;
+      ctx.ct.mark = entry.mark;
+      ctx.ct.status = entry.status;
+      ctx.ct.zone = entry.original.zone;
+      ctx.ct.original = originalOf(entry);
+      for (const m of entry.natDone) ctx.natDone.add(m);
+      return;
+    }
+  }
+  // An explicit `ct` is what the user says the packet sees; it opens a connection only as new
+  // in the original direction.
+  if (ctx.ct.state === 'new' && ctx.ct.direction === 0) conn.tuple = tuple;
+}
+
+function originalOf(entry: CtEntry): SimContext['ct']['original'] {
+  const o = entry.original;
+  const port = (p: number | string | undefined): number | undefined => (typeof p === 'number' ? p : undefined);
+  const sport = port(o.sport);
+  const dport = port(o.dport);
+  return {
+    src: { family: o.family, n: o.src },
+    dst: { family: o.family, n: o.dst },
+    ...(sport !== undefined && { sport }),
+    ...(dport !== undefined && { dport }),
+  };
+}
+
+/** A later packet of a connection gets the mapping at the NAT hook without the nat chains
+ * (nf_nat_core.c nf_nat_packet): the manipulation applies when the entry has the NAT of that
+ * kind for this direction (IPS_DST_NAT for dst in the original direction, IPS_SRC_NAT for dst in
+ * the reply direction, and the reverse for src), and rewrites the packet to the inverted tuple
+ * of the other direction (nf_nat_manip_pkt). */
+function applyMapping(ctx: SimContext, manip: NatManip): void {
+  const entry = ctx.conn.entry;
+  if (!entry || !ctx.ctAttached || !isTrackedState(ctx)) return;
+  const reply = ctx.ct.direction === 1;
+  const natOfManip = (m: NatManip): number => (m === 'dst' ? IPS.dstNat : IPS.srcNat);
+  const kind: NatManip = reply ? (manip === 'dst' ? 'src' : 'dst') : manip;
+  if ((entry.status & natOfManip(kind)) === 0) return;
+  const target = invertTuple(reply ? entry.original : entry.reply);
+  const p = ctx.pkt;
+  const addr = { family: target.family, n: manip === 'dst' ? target.dst : target.src };
+  const port = manip === 'dst' ? target.dport : target.sport;
+  if (manip === 'dst') p.dst = addr;
+  else p.src = addr;
+  const rewrite = manip === 'dst' ? 'dport' : 'sport';
+  if (p[rewrite] !== undefined && port !== undefined) p[rewrite] = port;
+  const portText = p[rewrite] !== undefined && port !== undefined ? String(port) : undefined;
+  for (const event of entry.nat.filter((e) => manipOf(e) === kind)) {
+    ctx.nat.push({ ...event, to: formatEndpoint(formatAddress(addr), portText, ctx.family), conntrack: reply ? 'reply' : 'original' });
+  }
+}
+
+function manipOf(event: NatEvent): NatManip {
+  return event.type === 'dnat' || event.type === 'redirect' ? 'dst' : 'src';
+}
+
+/** The packet got through (end of postrouting or input): a connection it opened is confirmed
+ * into the table (nf_conntrack_core.c __nf_conntrack_confirm), its reply tuple the inverted
+ * tuple after NAT. */
+function confirm(ctx: SimContext): void {
+  const conn = ctx.conn;
+  const original = conn.tuple;
+  if (!original || conn.entry || !ctx.ctAttached || !isTrackedState(ctx)) return;
+  const { dst, src } = conn.mapped;
+  const mapped = {
+    ...original,
+    ...(dst && { dst: dst.addr.n, ...(dst.port !== undefined && { dport: dst.port }) }),
+    ...(src && { src: src.addr.n, ...(src.port !== undefined && { sport: src.port }) }),
+  };
+  ctx.ct.status |= IPS.confirmed;
+  const entry: CtEntry = {
+    original,
+    reply: invertTuple(mapped),
+    mark: ctx.ct.mark,
+    status: ctx.ct.status,
+    natDone: new Set(ctx.natDone),
+    nat: [...ctx.nat],
+  };
+  if (!conn.keep || conn.table.insert(entry)) conn.entry = entry;
 }
 
 /** nat chains run for a packet that opens a connection (new) whose mapping for this hook's
@@ -215,19 +380,29 @@ function endingOf(result: ChainResult): Ending {
 
 /** A packet arriving on iif: ingress, prerouting, the routing decision, then input or forward
  * and postrouting. */
-function receive(ctx: SimContext, packet: Packet): Ending {
+function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   const early = runHook(ctx, 'ingress') ?? runHook(ctx, 'prerouting');
   if (early) return early;
   const dst = ctx.pkt.dst;
   if (localInterfaceOf(ctx.host, dst)) {
-    return runHook(ctx, 'input') ?? { disposition: 'delivered', verdict: 'accept' };
+    const input = runHook(ctx, 'input');
+    if (input) return input;
+    confirm(ctx);
+    return { disposition: 'delivered', verdict: 'accept' };
   }
   // ip_route_input_slow: no forwarding on the input device → EHOSTUNREACH; no route → dropped.
   if (!ctx.host.forwarding) return { disposition: 'dropped', verdict: 'drop', reason: 'forwarding disabled on the host' };
-  const oif = packet.oif ?? lookupRoute(ctx.host, dst)?.dev;
+  const oif = forcedOif ?? lookupRoute(ctx.host, dst)?.dev;
   if (oif === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(dst)}` };
   ctx.oif = oif;
-  return runHook(ctx, 'forward') ?? runHook(ctx, 'postrouting') ?? { disposition: 'forwarded', verdict: 'accept' };
+  // ip_forward / ip6_forward: a packet whose TTL (hop limit) would expire is dropped with a time
+  // exceeded error; the others have it decremented before NF_INET_FORWARD.
+  if (ctx.pkt.ttl <= 1) return { disposition: 'dropped', verdict: 'drop', reason: 'TTL exceeded in forwarding' };
+  ctx.pkt.ttl -= 1;
+  const out = runHook(ctx, 'forward') ?? runHook(ctx, 'postrouting');
+  if (out) return out;
+  confirm(ctx);
+  return { disposition: 'forwarded', verdict: 'accept' };
 }
 
 /** A locally generated packet: routed first (the socket's route), output, re-routed when output
@@ -246,7 +421,22 @@ function send(ctx: SimContext, packet: Packet): Ending {
     if (rerouted === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(ctx.pkt.dst)}` };
     ctx.oif = rerouted;
   }
-  return runHook(ctx, 'postrouting') ?? { disposition: 'sent', verdict: 'accept' };
+  const post = runHook(ctx, 'postrouting');
+  if (post) return post;
+  confirm(ctx);
+  if (ctx.oif === 'lo' && localInterfaceOf(ctx.host, ctx.pkt.dst)) return reenter(ctx);
+  return { disposition: 'sent', verdict: 'accept' };
+}
+
+/** A local packet to a local address leaves through lo and comes back in (loopback_xmit →
+ * netif_rx): ingress, prerouting with iif lo, input, delivered. It keeps its conntrack entry,
+ * confirmed at postrouting, with the ct state it had (a new connection still reads `new`) and
+ * both NAT manipulations set up, so no nat chain runs again (nf_nat_inet_fn). */
+function reenter(ctx: SimContext): Ending {
+  ctx.iif = 'lo';
+  ctx.oif = undefined;
+  ctx.conn.carried = ctx.ctAttached;
+  return receive(ctx, undefined);
 }
 
 function finish(ctx: SimContext, ending: Ending): Omit<Outcome, 'probability'> {

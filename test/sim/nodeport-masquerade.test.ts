@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { spawnSync } from 'node:child_process';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parse as parseYaml } from 'yaml';
 import { parseRuleset } from '../../src/parser/parse-ruleset.js';
 import { simulatePacket } from '../../src/sim/simulate-packet.js';
 import { main } from '../../src/cli/main.js';
@@ -11,11 +12,12 @@ import { main } from '../../src/cli/main.js';
 // MASQUERADE.
 const ROOT = resolve(import.meta.dirname, '../..');
 const EXAMPLE = join(ROOT, 'corpus/examples/nodeport-masquerade');
-const scenario = JSON.parse(readFileSync(join(EXAMPLE, 'scenario.json'), 'utf8'));
+const scenario = parseYaml(readFileSync(join(EXAMPLE, 'scenario.yaml'), 'utf8'));
 const { ruleset } = parseRuleset(
   ['node.nft', 'node.ipt'].map((file) => ({ text: readFileSync(join(EXAMPLE, file), 'utf8'), file })),
 );
-const packet = scenario.packets[0].packet;
+const syn = scenario.flows[0].packets[0];
+const packet = syn.packet;
 
 describe('NodePort masquerade incident (corpus/examples/nodeport-masquerade)', () => {
   const { outcomes, errors } = simulatePacket(ruleset, { host: scenario.host, packet });
@@ -52,17 +54,22 @@ describe('NodePort masquerade incident (corpus/examples/nodeport-masquerade)', (
 
   it('passes its own scenario expectations through `nftsim run` (exit 0), with a PASS line', async () => {
     let out = '';
-    const code = await main(['node', 'nftsim', 'run', join(EXAMPLE, 'scenario.json'), join(EXAMPLE, 'node.nft'), join(EXAMPLE, 'node.ipt')], { out: (t) => (out += t), err: () => {} });
+    const code = await main(['node', 'nftsim', 'run', join(EXAMPLE, 'scenario.yaml'), join(EXAMPLE, 'node.nft'), join(EXAMPLE, 'node.ipt')], { out: (t) => (out += t), err: () => {} });
     expect(code).toBe(0);
-    expect(out).toBe('PASS NodePort SYN from a Netbird peer (broken: no masquerade)\n');
+    expect(out).toBe([
+      'PASS NodePort connection from a Netbird peer / SYN (broken, no masquerade)',
+      'PASS NodePort connection from a Netbird peer / the endpoint answers (SYN/ACK)',
+      "PASS NodePort connection from a Netbird peer / the peer's ACK",
+      '',
+    ].join('\n'));
   });
 
   it('fails the expectation of a healthy node (masquerade) with exit 1', () => {
-    const healthy = { ...scenario, packets: [{ ...scenario.packets[0], expect: { nat: ['dnat', 'masquerade'] } }] };
+    const healthy = { host: scenario.host, packets: [{ ...syn, expect: { nat: ['dnat', 'masquerade'] } }] };
     const result = spawnSync(process.execPath, [join(ROOT, 'bin/nftsim.js'), 'run', '-', join(EXAMPLE, 'node.nft'), join(EXAMPLE, 'node.ipt')], { input: JSON.stringify(healthy), encoding: 'utf8' });
     if (result.status === 2 && /Cannot find module|ERR_MODULE_NOT_FOUND/.test(result.stderr)) throw new Error('dist/ is not built: run npm run build');
     expect(result.status).toBe(1);
-    expect(result.stdout).toContain('FAIL NodePort SYN');
+    expect(result.stdout).toContain('FAIL SYN (broken, no masquerade)');
     expect(result.stdout).toContain('outcome 1: nat: expected [dnat, masquerade], got [dnat]');
   });
 });

@@ -1,0 +1,247 @@
+// Expressions beyond header fields, meta and conntrack keys: IPv6 extension headers, TCP, IP and
+// SCTP options, the route (rt), the socket, osf, ipsec and the hashes, each as its kernel
+// expression evaluates it for the packets nftsim describes (no options, no extension headers,
+// no IPsec, no socket but a local packet's own; packet-bytes.ts lists the packet's headers).
+
+import type { Expr } from '../model/ast.js';
+import type { AddressFamily } from './address.js';
+import { localInterfaceOf, lookupRoute } from './host.js';
+import { evaluateExpr, type RtValue } from './evaluate-expr.js';
+import { payloadFieldBits } from './packet-bytes.js';
+import { NotModelled, type SimContext } from './sim-context.js';
+
+type SpecialExpr = Extract<Expr, { kind: 'exthdr' | 'tcp-option' | 'ip-option' | 'sctp-chunk' | 'rt' | 'socket' | 'osf' | 'ipsec' | 'hash' }>;
+
+/** An option or extension header the packet does not carry: an existence test reads 0, a field
+ * ends the rule (nft_exthdr.c: NFT_EXTHDR_F_PRESENT stores 0, otherwise NFT_BREAK). */
+function absent(field: string | undefined): bigint | undefined {
+  return field === undefined ? 0n : undefined;
+}
+
+/** Interface MTUs: the host model has none; veth and Ethernet default to 1500, loopback to 65536
+ * (drivers/net/loopback.c LOOPBACK_MTU). */
+function mtuOf(dev: string): number {
+  return dev === 'lo' ? 65536 : 1500;
+}
+
+/** The device of the packet's route (skb_dst): its egress interface, or for a local destination
+ * the interface owning the address (the local route's nexthop device, fib_add_ifaddr), lo for a
+ * locally generated packet to a local address. */
+function routeDevice(ctx: SimContext): string | undefined {
+  const local = localInterfaceOf(ctx.host, ctx.pkt.dst);
+  if (local) return ctx.iif === undefined ? 'lo' : local.name;
+  return ctx.oif;
+}
+
+/** Whether the packet has a route attached: the routing decision came before this hook. */
+function isRouted(ctx: SimContext): boolean {
+  return ctx.hook !== 'prerouting' && ctx.hook !== 'ingress';
+}
+
+function rtValue(expr: Extract<Expr, { kind: 'rt' }>, ctx: SimContext): RtValue | undefined {
+  // nft_rt.c nft_rt_get_eval: no dst → NFT_BREAK.
+  if (!isRouted(ctx)) return undefined;
+  const family: AddressFamily = ctx.family;
+  switch (expr.key) {
+    case 'nexthop': {
+      // NFT_RT_NEXTHOP4/6 only for their family; rt_nexthop: the gateway, else the destination.
+      if (expr.family !== undefined && expr.family !== family) return undefined;
+      if (localInterfaceOf(ctx.host, ctx.pkt.dst)) return ctx.pkt.dst.n;
+      const route = lookupRoute(ctx.host, ctx.pkt.dst);
+      return route?.via?.n ?? ctx.pkt.dst.n;
+    }
+    case 'mtu': {
+      // nft's `rt mtu` is NFT_RT_TCPMSS (nft --debug=netlink: `rt load tcpmss`): the smaller of
+      // the route's MTU and the MTU towards the source, less the IP and TCP headers
+      // (nft_rt.c get_tcpmss).
+      const dev = routeDevice(ctx);
+      if (dev === undefined) return undefined;
+      let mtu = mtuOf(dev);
+      const back = localInterfaceOf(ctx.host, ctx.pkt.src) ? 'lo' : lookupRoute(ctx.host, ctx.pkt.src)?.dev;
+      if (back !== undefined) mtu = Math.min(mtu, mtuOf(back));
+      const minimum = family === 'ip' ? 40 : 60;
+      return BigInt(mtu <= minimum || mtu > 0xffff ? 536 : mtu - minimum);
+    }
+    case 'classid':
+      // dst->tclassid: routing realms, none in the host model.
+      return 0n;
+    case 'ipsec':
+      // NFT_RT_XFRM: the route has no xfrm bundle (no IPsec policy in the host model).
+      return 0n;
+    default:
+      throw new NotModelled(`rt ${expr.key}`);
+  }
+}
+
+/** nft_socket.c: a locally generated packet has its socket (skb->sk); otherwise the kernel looks
+ * one up by the packet's addresses and ports. The host model has no sockets: for a packet to a
+ * non-local address there is none (the rule does not match), for a local destination a listener
+ * may exist, which nftsim cannot know. */
+function socketValue(expr: Extract<Expr, { kind: 'socket' }>, ctx: SimContext): RtValue | undefined {
+  if (ctx.iif !== undefined && !localInterfaceOf(ctx.host, ctx.pkt.dst)) return undefined;
+  throw new NotModelled(`socket ${expr.key} (the host model has no sockets)`);
+}
+
+/** IPv6 extension headers: nftsim's packets have none (nft_exthdr_ipv6_eval, ipv6_find_hdr
+ * finds nothing). nft makes them depend on `meta nfproto ipv6` in inet, bridge and netdev tables;
+ * in an ip table the kernel reads an IPv4 header, whose version is not 6 (-EBADMSG): absent. */
+function exthdrValue(expr: Extract<Expr, { kind: 'exthdr' }>, ctx: SimContext): RtValue | undefined {
+  if (ctx.family === 'ip' && ctx.table.family !== 'ip') return undefined;
+  return absent(expr.field);
+}
+
+/** Linux's jhash (include/linux/jhash.h, lookup3 by Bob Jenkins) of `key` with `seed`. Words are
+ * read in the CPU's byte order (__get_unaligned_cpu32): little-endian, as on x86 and arm64; the
+ * tail's switch adds its bytes as the zero-padded little-endian words do. */
+export function jhash(key: Uint8Array, seed: number): number {
+  const rol = (x: number, k: number): number => ((x << k) | (x >>> (32 - k))) >>> 0;
+  let a = (0xdeadbeef + key.length + seed) >>> 0;
+  let b = a;
+  let c = a;
+  const word = (buf: Uint8Array, at: number): number => (buf[at]! | (buf[at + 1]! << 8) | (buf[at + 2]! << 16) | (buf[at + 3]! << 24)) >>> 0;
+  let at = 0;
+  let length = key.length;
+  while (length > 12) {
+    a = (a + word(key, at)) >>> 0;
+    b = (b + word(key, at + 4)) >>> 0;
+    c = (c + word(key, at + 8)) >>> 0;
+    // __jhash_mix
+    a = (a - c) >>> 0; a = (a ^ rol(c, 4)) >>> 0; c = (c + b) >>> 0;
+    b = (b - a) >>> 0; b = (b ^ rol(a, 6)) >>> 0; a = (a + c) >>> 0;
+    c = (c - b) >>> 0; c = (c ^ rol(b, 8)) >>> 0; b = (b + a) >>> 0;
+    a = (a - c) >>> 0; a = (a ^ rol(c, 16)) >>> 0; c = (c + b) >>> 0;
+    b = (b - a) >>> 0; b = (b ^ rol(a, 19)) >>> 0; a = (a + c) >>> 0;
+    c = (c - b) >>> 0; c = (c ^ rol(b, 4)) >>> 0; b = (b + a) >>> 0;
+    length -= 12;
+    at += 12;
+  }
+  if (length === 0) return c;
+  const tail = new Uint8Array(12);
+  tail.set(key.subarray(at, at + length));
+  a = (a + word(tail, 0)) >>> 0;
+  b = (b + word(tail, 4)) >>> 0;
+  c = (c + word(tail, 8)) >>> 0;
+  // __jhash_final
+  c = (c ^ b) >>> 0; c = (c - rol(b, 14)) >>> 0;
+  a = (a ^ c) >>> 0; a = (a - rol(c, 11)) >>> 0;
+  b = (b ^ a) >>> 0; b = (b - rol(a, 25)) >>> 0;
+  c = (c ^ b) >>> 0; c = (c - rol(b, 16)) >>> 0;
+  a = (a ^ c) >>> 0; a = (a - rol(c, 4)) >>> 0;
+  b = (b ^ a) >>> 0; b = (b - rol(a, 14)) >>> 0;
+  c = (c ^ b) >>> 0; c = (c - rol(b, 24)) >>> 0;
+  return c;
+}
+
+/** Host-order (little-endian) 32-bit registers: meta and ct keys nft loads as host integers. */
+const HOST_ORDER_KEYS: Readonly<Record<string, number>> = { 'meta mark': 4, 'ct mark': 4, 'meta l4proto': 1, 'meta nfproto': 1, 'meta skuid': 4, 'meta skgid': 4 };
+
+/** The bytes nft loads `expr` into, as the hash reads them (NFTA_HASH_LEN bytes from the source
+ * register): a byte-aligned header field in network order, a host-order meta/ct key, an
+ * interface name of 16 bytes, a concatenation with each part padded to 4 bytes
+ * (src/evaluate.c expr_evaluate_concat, netlink_padded_len). */
+function registerBytes(expr: Expr, ctx: SimContext, padded: boolean): Uint8Array | undefined {
+  if (expr.kind === 'concat') {
+    const parts: Uint8Array[] = [];
+    for (const part of expr.parts) {
+      const bytes = registerBytes(part, ctx, true);
+      if (!bytes) return undefined;
+      parts.push(bytes);
+    }
+    const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
+    let at = 0;
+    for (const p of parts) {
+      out.set(p, at);
+      at += p.length;
+    }
+    return out;
+  }
+  const value = evaluateExpr(expr, ctx);
+  if (value === undefined) return undefined;
+  const pad = (bytes: Uint8Array): Uint8Array => {
+    if (!padded || bytes.length % 4 === 0) return bytes;
+    const out = new Uint8Array(bytes.length + 4 - (bytes.length % 4));
+    out.set(bytes);
+    return out;
+  };
+  if (expr.kind === 'meta' && (expr.key === 'iifname' || expr.key === 'oifname') && typeof value === 'string') {
+    const out = new Uint8Array(16);
+    out.set(new TextEncoder().encode(value).subarray(0, 15));
+    return out;
+  }
+  if (typeof value !== 'bigint') throw new NotModelled('a hash of this expression');
+  const key = expr.kind === 'meta' ? `meta ${expr.key}` : expr.kind === 'ct' && !expr.dir ? `ct ${expr.key}` : undefined;
+  if (key !== undefined && HOST_ORDER_KEYS[key] !== undefined) {
+    const size = HOST_ORDER_KEYS[key];
+    const out = new Uint8Array(size);
+    for (let i = 0; i < size; i++) out[i] = Number((value >> BigInt(8 * i)) & 0xffn);
+    return pad(out);
+  }
+  if (expr.kind === 'payload') {
+    const bits = payloadFieldBits(expr.protocol, expr.field);
+    if (bits % 8 !== 0) throw new NotModelled(`a hash of ${expr.protocol} ${expr.field} (not whole bytes)`);
+    const out = new Uint8Array(bits / 8);
+    for (let i = 0; i < out.length; i++) out[i] = Number((value >> BigInt(8 * (out.length - 1 - i))) & 0xffn);
+    return pad(out);
+  }
+  throw new NotModelled(`a hash of a ${expr.kind} expression`);
+}
+
+/** nft_hash.c: jhash of the source registers with the seed (a random one when none is given,
+ * get_random_bytes in nft_jhash_init), symhash of the flow dissector's symmetric hash with a
+ * random boot-time key; reciprocal_scale to the modulus, plus the offset. A random key is never
+ * guessed: every result is a branch of equal share. */
+function hashValue(expr: Extract<Expr, { kind: 'hash' }>, ctx: SimContext): RtValue | undefined {
+  const offset = BigInt(expr.offset ?? 0);
+  if (expr.type === 'jhash' && expr.seed !== undefined) {
+    if (!expr.expr) throw new NotModelled('jhash without an expression');
+    const bytes = registerBytes(expr.expr, ctx, expr.expr.kind === 'concat');
+    if (!bytes) return undefined;
+    const h = jhash(bytes, expr.seed >>> 0);
+    return ((BigInt(h) * BigInt(expr.mod)) >> 32n) + offset;
+  }
+  if (expr.type === 'jhash' && expr.expr && registerBytes(expr.expr, ctx, expr.expr.kind === 'concat') === undefined) return undefined;
+  const pick = ctx.choose(new Array<number>(expr.mod).fill(1 / expr.mod));
+  return BigInt(pick) + offset;
+}
+
+/** The value of one of these expressions, undefined for NFT_BREAK. */
+export function evaluateSpecialExpr(expr: SpecialExpr, ctx: SimContext): RtValue | undefined {
+  const p = ctx.pkt;
+  switch (expr.kind) {
+    case 'exthdr':
+      return exthdrValue(expr, ctx);
+    case 'tcp-option':
+      // nft_exthdr_tcp_eval: no TCP header (another protocol) or no such option → absent; nft
+      // adds no protocol dependency (nft --debug=netlink 1.0.6). nftsim's TCP packets have no
+      // options (data offset 5).
+      return absent(expr.field);
+    case 'ip-option':
+      // nft_exthdr_ipv4_eval after nft's `meta nfproto ipv4` dependency; header length 5.
+      if (ctx.family !== 'ip') return undefined;
+      return absent(expr.field);
+    case 'sctp-chunk':
+      // nft_exthdr_sctp_eval: not SCTP → absent; an SCTP packet's chunks are not in the model.
+      if (p.l4proto !== 132) return absent(expr.field);
+      throw new NotModelled(`sctp chunk ${expr.chunk} (the chunks of an SCTP packet are not in the packet model)`);
+    case 'rt':
+      return rtValue(expr, ctx);
+    case 'socket':
+      return socketValue(expr, ctx);
+    case 'osf':
+      // nft_osf.c: not TCP → NFT_BREAK; a SYN is looked up in the fingerprints userspace loaded
+      // (nfnl_osf), which are not in the host model.
+      if (p.l4proto !== 6) return undefined;
+      throw new NotModelled('osf (the OS fingerprints loaded with nfnl_osf are not in the host model)');
+    case 'ipsec':
+      // nft_xfrm.c: no secpath on input, no xfrm bundle on output → NFT_BREAK (no IPsec in the
+      // host model).
+      return undefined;
+    case 'hash':
+      return hashValue(expr, ctx);
+    default: {
+      const exhaustive: never = expr;
+      return exhaustive;
+    }
+  }
+}
+

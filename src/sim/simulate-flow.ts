@@ -1,0 +1,143 @@
+// simulateFlow: several packets of one or more connections through a node, in order, each seeing
+// the conntrack entries and dynamic set elements the earlier ones left (issue 4, Conntrack).
+
+import type { Ruleset } from '../model/ast.js';
+import { formatAddress } from './address.js';
+import { icmpAnswerType } from './conntrack-table.js';
+import type { Host, HostInput } from './host.js';
+import type { Outcome } from './outcome.js';
+import { L4_NUMBERS, readPacket, type Packet, type PacketInput } from './packet.js';
+import type { HookIndex } from './pipeline.js';
+import { pathText, type FieldPath, type InputError } from './read-fields.js';
+import type { SimState } from './sim-context.js';
+import { cloneSimState, createSimState, enumerateBranches, indexOf, readInputHost, runPacket, type PacketRun, type SimulateOptions } from './simulate-packet.js';
+
+/** A packet of a flow written as the reply to the previous one: addresses and ports of the
+ * previous packet as it left the node, swapped; arriving on the interface it left through (or
+ * generated locally when it was delivered); any packet field overrides. */
+export type ReplyInput = { readonly reply: true } & Partial<PacketInput>;
+
+export interface FlowInput {
+  readonly host?: HostInput | Host;
+  readonly packets: readonly (PacketInput | ReplyInput)[];
+}
+
+/** One combination of the flow's random choices: every packet's outcome, each with the joint
+ * probability of the combination. */
+export interface FlowOutcome {
+  readonly probability: number;
+  readonly packets: readonly Outcome[];
+}
+
+export interface SimulateFlowResult {
+  readonly outcomes: readonly FlowOutcome[];
+  readonly errors?: readonly InputError[];
+}
+
+/** Simulates the packets in order on one conntrack table and set state. Random choices of all
+ * packets are enumerated jointly (or `seed` picks one combination). Bad input gives `errors`,
+ * never an exception. */
+export function simulateFlow(ruleset: Ruleset, input: FlowInput, options: SimulateOptions = {}): SimulateFlowResult {
+  const { host, errors } = readInputHost(input.host);
+  if (errors.length > 0) return { outcomes: [], errors };
+  if (!Array.isArray(input.packets)) return { outcomes: [], errors: [{ path: ['packets'], message: 'packets: expected an array' }] };
+  const steps = input.packets.map((value, i): FlowStep => ({ value, path: ['packets', i] }));
+  const run = runFlow(indexOf(ruleset), host, steps, createSimState(), options);
+  if (run.errors.length > 0) return { outcomes: [], errors: run.errors };
+  return { outcomes: run.branches.map(({ probability, packets }) => ({ probability, packets })) };
+}
+
+/** A packet of a flow as written, and where (errors name fields under `path`). */
+export interface FlowStep {
+  readonly value: unknown;
+  readonly path: FieldPath;
+}
+
+export interface FlowBranch extends FlowOutcome {
+  /** The state after the flow in this branch. */
+  readonly state: SimState;
+}
+
+/** Runs the steps from `state` (left unchanged) for every combination of random choices. */
+export function runFlow(index: HookIndex, host: Host, steps: readonly FlowStep[], state: SimState, options: SimulateOptions): { branches: FlowBranch[]; errors: InputError[] } {
+  // Packets written out are read once; replies depend on the branch and are read in it.
+  const errors: InputError[] = [];
+  const written = steps.map((step) => {
+    if (isReply(step.value)) return undefined;
+    const read = readPacket(step.value, host, step.path);
+    errors.push(...read.errors);
+    return read.packet && { packet: read.packet, explicitCt: hasCt(step.value) };
+  });
+  if (errors.length > 0) return { branches: [], errors };
+  const seen = new Set<string>();
+  const results = enumerateBranches(options, (choose) => {
+    const branchState = cloneSimState(state);
+    const runs: PacketRun[] = [];
+    for (const [i, step] of steps.entries()) {
+      const packet = written[i] ?? readReply(step, runs.at(-1), host);
+      if ('errors' in packet) {
+        // A reply can fail in some branches only: report each problem once.
+        for (const e of packet.errors.filter((e) => !seen.has(e.message))) {
+          seen.add(e.message);
+          errors.push(e);
+        }
+        break;
+      }
+      runs.push(runPacket(index, host, packet.packet, { explicitCt: packet.explicitCt, keep: true }, branchState, choose));
+    }
+    return { runs, state: branchState };
+  });
+  if (errors.length > 0) return { branches: [], errors };
+  const branches = results.map(({ probability, value }) => ({
+    probability,
+    packets: value.runs.map((r) => ({ ...r.outcome, probability })),
+    state: value.state,
+  }));
+  return { branches, errors };
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+function isReply(value: unknown): boolean {
+  return isRecord(value) && 'reply' in value;
+}
+
+function hasCt(value: unknown): boolean {
+  return isRecord(value) && value.ct !== undefined;
+}
+
+// TCP flag bits (include/net/tcp.h TCPHDR_SYN, TCPHDR_ACK).
+const TCP_SYN = 0x02;
+const TCP_ACK = 0x10;
+
+/** The reply to `previous` as it left the node, with the step's fields over it. */
+function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host): { packet: Packet; explicitCt: boolean } | { errors: InputError[] } {
+  const { reply, ...overrides } = step.value as Record<string, unknown>;
+  const fail = (path: FieldPath, message: string) => ({ errors: [{ path, message: `${pathText(path)}: ${message}` }] });
+  if (reply !== true) return fail([...step.path, 'reply'], 'expected true (the reply to the previous packet)');
+  if (!previous) return fail([...step.path, 'reply'], 'a reply needs a previous packet in the flow');
+  const { outcome, final: p } = previous;
+  const local = outcome.disposition === 'delivered';
+  if (!local && outcome.oif === undefined && overrides.iif === undefined) {
+    return fail(step.path, `the previous packet did not leave the node (${outcome.disposition}${outcome.reason ? `: ${outcome.reason}` : ''}): give \`iif\``);
+  }
+  // A port NAT let the kernel pick from a range: the reply goes to the range's first port.
+  const port = (value: number | string | undefined): number | undefined => (typeof value === 'string' ? Number(value.split('-')[0]) : value);
+  const derived: Record<string, unknown> = {
+    ...(!local && { iif: outcome.oif }),
+    src: formatAddress(p.dst),
+    dst: formatAddress(p.src),
+    protocol: p.l4proto,
+    ...(p.sport !== undefined && { sport: port(p.dport), dport: port(p.sport) }),
+    ...(p.l4proto === L4_NUMBERS.tcp && { tcpFlags: (p.tcpFlags & TCP_SYN) !== 0 && (p.tcpFlags & TCP_ACK) === 0 ? 'syn,ack' : 'ack' }),
+  };
+  if (p.icmpType !== undefined) {
+    const answer = icmpAnswerType(p.l4proto, p.icmpType);
+    if (answer === undefined && overrides.icmpType === undefined) return fail(step.path, `ICMP type ${p.icmpType} is not a query with an answer: give \`icmpType\``);
+    Object.assign(derived, { icmpType: answer, icmpCode: 0 });
+  }
+  const read = readPacket({ ...derived, ...overrides }, host, step.path);
+  return read.packet ? { packet: read.packet, explicitCt: hasCt(overrides) } : { errors: read.errors };
+}

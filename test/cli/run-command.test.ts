@@ -1,0 +1,89 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
+
+const EXAMPLE = join(resolve(import.meta.dirname, '../..'), 'corpus/examples/nodeport-masquerade');
+const RULES = ['node.nft', 'node.ipt'].map((f) => join(EXAMPLE, f));
+
+function temp(name: string, text: string): string {
+  const path = join(mkdtempSync(join(tmpdir(), 'nftsim-run-')), name);
+  writeFileSync(path, text);
+  return path;
+}
+
+async function run(args: string[]) {
+  let out = '';
+  let err = '';
+  const code = await main(['node', 'nftsim', 'run', ...args], { out: (t) => (out += t), err: (t) => (err += t) });
+  return { code, out, err };
+}
+
+const YAML_HOST = `host:
+  interfaces:
+    - { name: eth0, addresses: [192.0.2.10/24] }
+    - { name: wt0, addresses: [100.64.1.1/16] }
+    - { name: cni0, addresses: [10.244.0.1/16] }
+  routes:
+    - { dst: 10.244.1.0/24, dev: cni0 }
+    - { dst: 10.244.2.0/24, dev: cni0 }
+`;
+const FLOW = `${YAML_HOST}flows:
+  - name: nodeport
+    packets:
+      - name: syn
+        packet: { iif: wt0, src: 100.64.2.2, dst: 192.0.2.10, sport: 41000, dport: 30080 }
+        expect: { nat: [dnat], mark: 0x0/0x4000 }
+      - name: answer
+        packet: { reply: true }
+        expect: { oif: wt0, src: "192.0.2.10:30080" }
+`;
+
+describe('nftsim run with YAML scenarios and flows', () => {
+  it('reads YAML by extension and prints a PASS line per packet of a flow', async () => {
+    const { code, out } = await run([temp('s.yaml', FLOW), ...RULES]);
+    expect(code).toBe(0);
+    expect(out).toBe('PASS nodeport / syn\nPASS nodeport / answer\n');
+  });
+
+  it('reads YAML by content when the name does not say', async () => {
+    expect((await run([temp('scenario', FLOW), ...RULES])).code).toBe(0);
+  });
+
+  it('prints every packet\'s trace with --trace, the conntrack NAT marked as such', async () => {
+    const { out } = await run(['--trace', '--seed', '1', temp('s.yaml', FLOW), ...RULES]);
+    expect(out).toMatch(/PASS nodeport \/ answer\n[^]*=> forwarded \(accept\) iif cni0 oif wt0\n {3}tcp 192\.0\.2\.10:30080 -> 100\.64\.2\.2:41000 {2}mark 0x00000000 {2}ct mark 0x0001bd10\n {3}dnat to 192\.0\.2\.10:30080 {2}\(conntrack, reply direction, set up by .*node\.ipt:\d+\)/);
+  });
+
+  it('gives per packet the flow and the outcomes of every branch with --json', async () => {
+    const { out } = await run(['--json', temp('s.yaml', FLOW), ...RULES]);
+    const json = JSON.parse(out);
+    expect(json.results.map((r: { flow: string; name: string; pass: boolean; outcomes: unknown[] }) => [r.flow, r.name, r.pass, r.outcomes.length])).toEqual([
+      ['nodeport', 'syn', true, 2],
+      ['nodeport', 'answer', true, 2],
+    ]);
+    expect(json.results[1].outcomes[1]).toMatchObject({ probability: 0.5, iif: 'cni0', nat: [{ type: 'dnat', conntrack: 'reply' }] });
+  });
+
+  it('exits 1 on a failed expectation of a flow packet, with its trace', async () => {
+    const { code, out } = await run([temp('s.yaml', FLOW.replace('oif: wt0', 'oif: eth0')), ...RULES]);
+    expect(code).toBe(1);
+    expect(out).toContain('FAIL nodeport / answer\n  outcome 1: oif: expected eth0, got wt0\n');
+    expect(out).toContain('=> forwarded (accept) iif cni0 oif wt0');
+  });
+
+  it.each([
+    ['a YAML syntax error', `${YAML_HOST}flows: [ { name: x\n`, /s\.yaml:\d+:\d+: error: YAML: /],
+    ['an unknown field', FLOW.replace('sport: 41000', 'sprot: 41000'), /s\.yaml:13:63: error: flows\[0\]\.packets\[0\]\.packet\.sprot: unknown field/],
+    ['a wrong value', FLOW.replace('dport: 30080', 'dport: 70000'), /s\.yaml:13:77: error: flows\[0\]\.packets\[0\]\.packet\.dport: expected an integer/],
+    ['a bad host address', FLOW.replace('192.0.2.10/24', '192.0.2.300/24'), /s\.yaml:3:33: error: host\.interfaces\[0\]\.addresses\[0\]/],
+    ['a bad reply override', FLOW.replace('{ reply: true }', '{ reply: true, iif: wt9 }'), /s\.yaml:16:32: error: flows\[0\]\.packets\[1\]\.packet\.iif: unknown interface 'wt9'/],
+  ])('exits 2 on %s, naming file:line:column with the line and a caret', async (_name, text, message) => {
+    const { code, out, err } = await run([temp('s.yaml', text), ...RULES]);
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err).toMatch(message);
+    expect(err).toMatch(/\n\s*\^/);
+  });
+});

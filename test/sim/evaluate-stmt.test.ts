@@ -1,0 +1,119 @@
+// Statements with their kernel semantics, each row naming the kernel fact it encodes. The packet:
+// a TCP SYN of 40 bytes from 192.0.2.99:40000 to the node's 192.0.2.10:22 (helpers.ts LOCAL),
+// through a freshly loaded ruleset.
+import { describe, expect, it } from 'vitest';
+import { LOCAL, simulateOne } from './helpers.js';
+
+function run(rules: string, family = 'inet', hook = 'input', priority = '0', objects = '') {
+  const text = `table ${family} t {\n${objects}\tchain c {\n\t\ttype filter hook ${hook} priority ${priority};\n\t\t${rules}\n\t}\n}\n`;
+  return simulateOne(text, LOCAL);
+}
+
+describe('payload statements change what later matches see (nft_payload_set)', () => {
+  it.each([
+    ['ip dscp set cs1', 'ip dscp cs1 @nh,8,8 0x20'],
+    ['ip ecn set ce', 'ip ecn ce ip dscp cs0'],
+    ['tcp dport set 2222', 'tcp dport 2222 @th,16,16 2222'],
+    ['@th,16,16 set 8080', 'tcp dport 8080 th dport 8080'],
+    ['ip ttl set 5', '@nh,64,8 5'],
+    ['ip id set 77', 'ip id 77 ip frag-off 0x4000'],
+    ['tcp window set 1000', 'tcp window 1000 tcp sequence 268435456'],
+    ['ip daddr set 10.0.0.1', 'ip daddr 10.0.0.1 ct original ip daddr 192.0.2.10'], // the entry keeps its tuple
+    // nft updates the checksum of a named field: the header checksum after `ip ttl set 5`.
+    ['ip ttl set 5', 'ip checksum 0xf162'],
+  ])('%s, then %s', (set, check) => {
+    const o = run(`${set}\n\t\t${check} meta mark set 1`);
+    expect(o.trace.filter((e) => e.kind === 'unsupported')).toEqual([]);
+    expect(o.mark).toBe('0x00000001');
+  });
+
+  it('a field of a header the packet lacks ends the rule (the protocol dependency)', () => {
+    expect(run('udp dport set 53 meta mark set 1').mark).toBe('0x00000000');
+  });
+
+  it('a checksum after a raw payload statement is not modelled (nft does not update it)', () => {
+    const o = run('@nh,64,8 set 5 ip checksum 0 accept');
+    expect(o.trace.find((e) => e.kind === 'unsupported')?.reason).toContain('raw payload statement');
+  });
+});
+
+describe('limit and quota in a freshly loaded ruleset (nft_limit.c, nft_quota.c)', () => {
+  it.each([
+    ['limit rate 1/second', true], // the bucket starts full: burst 5 packets by default
+    ['limit rate over 1/second', false],
+    ['limit rate 10 bytes / second', false], // 40 bytes > rate + burst
+    ['limit rate 10 bytes / second burst 30 bytes', true], // 40 <= 10 + 30
+    ['limit rate over 10 bytes / second', true],
+    ['quota 100 bytes', true], // consumed 40 <= 100
+    ['quota 40 bytes', true], // consumed > quota is over, reaching it is not (kernel 6.18)
+    ['quota 39 bytes', false],
+    ['quota over 40 bytes', false],
+    ['quota over 39 bytes', true],
+    ['quota 100 bytes used 70 bytes', false], // 70 + 40 > 100
+  ])('%s → %s', (stmt, matched) => {
+    const o = run(`${stmt} meta mark set 1`);
+    expect(o.uncertain).toBe(false);
+    expect(o.mark).toBe(matched ? '0x00000001' : '0x00000000');
+  });
+
+  it.each([
+    ['\tquota q { over 39 bytes }\n', 'quota name "q"', true],
+    ['\tlimit l { rate over 10 bytes / second }\n', 'limit name "l"', true],
+  ])('named objects: %s', (objects, ref, matched) => {
+    expect(run(`${ref} meta mark set 1`, 'inet', 'input', '0', objects).mark).toBe(matched ? '0x00000001' : '0x00000000');
+  });
+});
+
+describe('other statements', () => {
+  it.each([
+    ['meta priority set 5 meta priority 5 meta mark set 1', '0x00000001'],
+    ['meta nftrace set 1 meta nftrace 1 meta mark set 1', '0x00000001'],
+    ['dup to 192.0.2.1 meta mark set 3', '0x00000003'], // the copy goes elsewhere; the packet goes on
+    ['reset tcp option maxseg meta mark set 4', '0x00000004'], // no options: nothing to reset
+    ['tcp option maxseg size set 1360 tcp option maxseg missing meta mark set 5', '0x00000005'],
+  ])('%s → mark %s', (rules, mark) => {
+    const o = run(`${rules}`);
+    expect(o.uncertain).toBe(false);
+    expect(o.mark).toBe(mark);
+  });
+
+  it('ct zone set takes effect only before conntrack (nft_ct_set_zone_eval)', () => {
+    const text = `table inet t {\n\tchain raw {\n\t\ttype filter hook prerouting priority -300;\n\t\tct zone set 3\n\t}\n\tchain late {\n\t\ttype filter hook prerouting priority 0;\n\t\tct zone set 5\n\t}\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct zone 3 meta mark set 1\n\t}\n}\n`;
+    expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
+  });
+
+  it('ct helper set assigns the helper of a new entry, and ct helper reads it', () => {
+    const text = `table inet t {\n\tct helper h { type "ftp" protocol tcp; }\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct helper set "h" ct helper "ftp" meta mark set 1\n\t}\n}\n`;
+    expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
+  });
+});
+
+describe('iptables xt extensions kept as xt matches', () => {
+  it.each([
+    // xt_conntrack with states and NAT status mixed: one bit mask.
+    ['-m conntrack --ctstate NEW,DNAT', '0x00000001'],
+    ['-m conntrack --ctstate ESTABLISHED,SNAT', '0x00000000'],
+    ['-m conntrack ! --ctstate ESTABLISHED,DNAT', '0x00000001'],
+    // xt_policy: no IPsec on the packet.
+    ['-m policy --dir in --pol none', '0x00000001'],
+    ['-m policy --dir in --pol ipsec', '0x00000000'],
+  ])('%s → mark %s', (match, mark) => {
+    const dump = `*mangle\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp ${match} -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    const o = simulateOne(dump, LOCAL);
+    expect(o.trace.filter((e) => e.kind === 'unsupported')).toEqual([]);
+    expect(o.mark).toBe(mark);
+  });
+
+  it.each([
+    ['-m rpfilter', '0x00000001'], // the route back to 192.0.2.99 leaves through eth0
+    ['-m rpfilter --invert', '0x00000000'],
+  ])('%s in raw PREROUTING → mark %s', (match, mark) => {
+    const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING ${match} -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    expect(simulateOne(dump, LOCAL).mark).toBe(mark);
+  });
+
+  it('an ipset match says which ipset it could not read', () => {
+    const dump = `*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m set --match-set KUBE-X src -j DROP\nCOMMIT\n`;
+    expect(simulateOne(dump, LOCAL).trace.find((e) => e.kind === 'unsupported')?.reason).toContain("ipset 'KUBE-X'");
+  });
+});

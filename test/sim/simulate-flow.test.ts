@@ -1,0 +1,165 @@
+import { describe, expect, it } from 'vitest';
+import { simulateFlow, type FlowInput } from '../../src/sim/simulate-flow.js';
+import { simulatePacket } from '../../src/sim/simulate-packet.js';
+import type { Outcome } from '../../src/sim/outcome.js';
+import { HOST, parse, steps } from './helpers.js';
+
+function flow(text: string, packets: FlowInput['packets'], options = {}) {
+  const result = simulateFlow(parse(text), { host: HOST, packets }, options);
+  if (result.errors) throw new Error(result.errors.map((e) => e.message).join('; '));
+  return result.outcomes;
+}
+
+function only(text: string, packets: FlowInput['packets']): readonly Outcome[] {
+  const outcomes = flow(text, packets);
+  if (outcomes.length !== 1) throw new Error(`expected one flow outcome, got ${outcomes.length}`);
+  return outcomes[0]!.packets;
+}
+
+// Each bit of the packet mark records what the packet saw at prerouting (received) or output
+// (locally generated), after conntrack: new 0x1, established 0x2, direction reply 0x4, status
+// seen-reply 0x8, status confirmed 0x10, ct mark 0x42 set by an earlier packet 0x20.
+const SEEN = (hook: 'prerouting' | 'output') => `
+  chain ${hook} { type filter hook ${hook} priority 0; policy accept;
+    ct state new meta mark set mark or 0x1
+    ct state established meta mark set mark or 0x2
+    ct direction reply meta mark set mark or 0x4
+    ct status seen-reply meta mark set mark or 0x8
+    ct status confirmed meta mark set mark or 0x10
+    ct mark 0x42 meta mark set mark or 0x20
+    ct mark set 0x42
+  }`;
+const OBSERVE = `table inet t {${SEEN('prerouting')}${SEEN('output')}\n}`;
+
+const UDP = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'udp', sport: 5555, dport: 9999 } as const;
+
+describe('conntrack across the packets of a flow', () => {
+  // Checked on Linux 6.18 in a namespace pair (udp 10.9.0.1:5555 → 10.9.0.2:9999 twice, one
+  // answer, once more): counters for new/original 2, established/original 1, confirmed 2,
+  // seen-reply 1 at prerouting; established/reply, seen-reply and ct mark 0x42 on the answer.
+  it.each([
+    ['the first packet opens the connection: new, not yet confirmed', 0, 0x01],
+    ['a second original packet before any reply is still new (resolve_normal_ct: IP_CT_NEW until IPS_SEEN_REPLY), confirmed, sees the ct mark the first set', 1, 0x31],
+    ['the reply is established in direction reply and has set seen-reply (nf_conntrack_in)', 2, 0x3e],
+    ['an original packet after the reply is established', 3, 0x3a],
+  ])('%s', (_name, i, mark) => {
+    const packets = only(OBSERVE, [UDP, UDP, { reply: true }, UDP]);
+    expect(packets[i]!.mark).toBe(`0x${mark.toString(16).padStart(8, '0')}`);
+    expect(packets[i]!.ctMark).toBe('0x00000042');
+  });
+
+  it('builds the reply from the previous packet as it left: addresses and ports swapped, on the interface it left by', () => {
+    const [, reply] = only(OBSERVE, [UDP, { reply: true }]);
+    expect(reply).toMatchObject({ iif: 'cni0', oif: 'eth0', packet: { src: '10.244.1.5', dst: '192.0.2.99', protocol: 'udp', sport: 9999, dport: 5555 } });
+  });
+
+  it('answers a TCP SYN with SYN/ACK and anything else with ACK', () => {
+    const text = 'table ip t { chain p { type filter hook prerouting priority 0; tcp flags & (syn | ack) == syn | ack meta mark set 1; tcp flags & (syn | ack) == ack meta mark set 2; ct state new } }';
+    const [, synAck, , ack] = only(text, [{ iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5' }, { reply: true }, { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', tcpFlags: 'ack' }, { reply: true }]);
+    expect([synAck!.mark, ack!.mark]).toEqual(['0x00000001', '0x00000002']);
+  });
+
+  it('lets a packet\'s explicit ct override the table (how a single established packet is simulated)', () => {
+    const packets = only(OBSERVE, [UDP, { ...UDP, ct: { state: 'established', mark: '0x7' } }]);
+    expect(packets[1]!.mark).toBe('0x00000002');
+    expect(packets[1]!.ctMark).toBe('0x00000042');
+  });
+
+  it('is simulatePacket for a flow of one packet', () => {
+    const single = simulatePacket(parse(OBSERVE), { host: HOST, packet: UDP });
+    expect(flow(OBSERVE, [UDP])).toEqual([{ probability: 1, packets: single.outcomes }]);
+  });
+});
+
+const NAT = `table ip nat {
+  chain pre { type nat hook prerouting priority dstnat; policy accept;
+    tcp dport 80 dnat to 10.244.1.5:8080
+  }
+  chain post { type nat hook postrouting priority srcnat; policy accept;
+    oifname "cni0" snat to 10.244.0.1
+  }
+}`;
+const SYN = { iif: 'eth0', src: '192.0.2.99', dst: '192.0.2.10', sport: 40000, dport: 80 } as const;
+
+describe('NAT mappings across the packets of a flow', () => {
+  const [syn, reply, ack] = only(NAT, [SYN, { reply: true }, { ...SYN, tcpFlags: 'ack' }]);
+
+  it('sets the mapping up on the first packet with the nat chains', () => {
+    expect(syn).toMatchObject({ oif: 'cni0', packet: { src: '10.244.0.1', sport: 40000, dst: '10.244.1.5', dport: 8080 } });
+    expect(syn!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['dnat', '10.244.1.5:8080', undefined], ['snat', '10.244.0.1', undefined]]);
+  });
+
+  // nf_nat_packet: in the reply direction the manipulation of a hook applies when the entry has
+  // the other kind of NAT (statusbit ^= IPS_NAT_MASK), rewriting to the inverted original tuple.
+  it('undoes both on the reply without running a nat chain: dst back to the client, src back to the address the client used', () => {
+    expect(reply).toMatchObject({ iif: 'cni0', oif: 'eth0', packet: { src: '192.0.2.10', sport: 80, dst: '192.0.2.99', dport: 40000 } });
+    expect(reply!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['snat', '192.0.2.99:40000', 'reply'], ['dnat', '192.0.2.10:80', 'reply']]);
+    expect(steps(reply!)).toEqual([]);
+  });
+
+  // nf_nat_inet_fn: the nat chains run only for a new connection whose mapping is not set up.
+  it('gives later original packets the same mapping without the nat chains', () => {
+    expect(ack!.packet).toEqual(syn!.packet);
+    expect(ack!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['dnat', '10.244.1.5:8080', 'original'], ['snat', '10.244.0.1:40000', 'original']]);
+    expect(steps(ack!)).toEqual([]);
+  });
+
+  it('opens no connection for a dropped packet: the next one is new and meets the nat chains again', () => {
+    const text = `${NAT}\ntable ip f { chain fwd { type filter hook forward priority 0; meta mark 0x1 drop } }`;
+    const [dropped, again] = only(text, [{ ...SYN, mark: 1 }, SYN]);
+    expect(dropped!.disposition).toBe('dropped');
+    expect(again!.nat.map((n) => n.conntrack)).toEqual([undefined, undefined]);
+    expect(steps(again!)).toContain('nat pre rule accept');
+  });
+});
+
+describe('random choices across a flow', () => {
+  const LB = `table ip nat {
+    chain pre { type nat hook prerouting priority dstnat; policy accept;
+      tcp dport 80 numgen random mod 2 vmap { 0 : jump a, 1 : jump b }
+    }
+    chain a { dnat to 10.244.1.5 }
+    chain b { dnat to 10.244.1.6 }
+  }`;
+
+  it('enumerates them jointly: the second packet follows the first one\'s endpoint, with the joint probability', () => {
+    const outcomes = flow(LB, [SYN, { ...SYN, tcpFlags: 'ack' }]);
+    expect(outcomes.map((o) => [o.probability, o.packets.map((p) => `${p.probability} ${p.packet.dst}`)])).toEqual([
+      [0.5, ['0.5 10.244.1.5', '0.5 10.244.1.5']],
+      [0.5, ['0.5 10.244.1.6', '0.5 10.244.1.6']],
+    ]);
+  });
+
+  it('picks one combination with a seed', () => {
+    const outcomes = flow(LB, [SYN, { ...SYN, tcpFlags: 'ack' }], { seed: 7 });
+    expect(outcomes).toHaveLength(1);
+    expect(outcomes[0]!.packets[1]!.packet.dst).toBe(outcomes[0]!.packets[0]!.packet.dst);
+  });
+});
+
+describe('dynamic sets across a flow', () => {
+  it('shows an element `add @set` put there to the later packets', () => {
+    const text = `table ip t {
+      set seen { type ipv4_addr; flags dynamic; }
+      chain p { type filter hook prerouting priority 0; policy accept;
+        ip saddr @seen meta mark set 7
+        add @seen { ip saddr }
+      }
+    }`;
+    expect(only(text, [UDP, UDP]).map((o) => o.mark)).toEqual(['0x00000000', '0x00000007']);
+  });
+});
+
+describe('flow input errors', () => {
+  it.each([
+    ['a reply first', [{ reply: true }], /packets\[0\]\.reply: a reply needs a previous packet/],
+    ['a reply to a packet routing dropped', [{ ...UDP, dst: '198.51.100.1', iif: 'eth0' }, { reply: true }], /did not leave the node|no route/],
+    ['reply: false', [UDP, { reply: false }], /packets\[1\]\.reply: expected true/],
+    ['a bad override', [UDP, { reply: true, sport: 70000 }], /packets\[1\]\.sport: expected an integer/],
+  ])('names the field for %s', (_name, packets, message) => {
+    const host = { ...HOST, routes: [] };
+    const result = simulateFlow(parse('table ip t { chain p { type filter hook prerouting priority 0; ct state new } }'), { host, packets: packets as FlowInput['packets'] });
+    expect(result.outcomes).toEqual([]);
+    expect(result.errors?.map((e) => e.message).join('\n')).toMatch(message);
+  });
+});
