@@ -1,0 +1,304 @@
+// `nftsim diff BEFORE AFTER` (issue 6): which flows change fate between two snapshots of a node,
+// which lint findings are new or resolved, and which structural changes deserve a look.
+
+import type { Ruleset } from '../model/ast.js';
+import type { Diagnostic } from '../model/diagnostic.js';
+import { isIptablesNftTable } from '../model/iptables-nft-chains.js';
+import { parseRuleset } from '../parser/parse-ruleset.js';
+import { componentOf, componentOfRule } from '../rules/facts/known-components.js';
+import type { Finding, Severity } from '../rules/framework/lint-rule.js';
+import { lintRuleset } from '../rules/framework/lint-ruleset.js';
+import { readHost, type Host, type HostInput } from '../sim/host.js';
+import type { Loc, Outcome } from '../sim/outcome.js';
+import type { PacketInput } from '../sim/packet.js';
+import type { Snapshot } from '../snapshot/snapshot.js';
+import { describeChange, isSameRun, isUntouched, runProbe, sideOf, type ChangeLevel, type ProbeRun, type Side, type TestedBits } from './compare-flows.js';
+import { deriveProbes, probeKey, type Probe, type ProbeReport } from './derive-probes.js';
+import { chainKey, indexRules, ruleText, type RuleIndex } from './rule-keys.js';
+
+export interface DiffOptions {
+  /** The user's probes (a scenario file's packets), compared beside the derived ones. */
+  readonly scenarioPackets?: readonly { readonly name: string; readonly packet: PacketInput }[];
+  readonly maxProbesPerReason?: number;
+}
+
+/** One side's outcomes, as `nftsim run --json` prints them, and its reply's. */
+export interface FlowSide {
+  readonly outcomes: readonly Outcome[];
+  readonly reply?: readonly Outcome[];
+}
+
+export interface ChangedFlow {
+  readonly probe: PacketInput;
+  readonly class: string;
+  readonly level: ChangeLevel;
+  /** Where each side decided what changed. */
+  readonly decidedBy: { readonly before?: Loc; readonly after?: Loc };
+  readonly before: FlowSide;
+  readonly after: FlowSide;
+}
+
+export interface StructuralChange {
+  readonly kind: 'table-added' | 'table-removed' | 'base-chain-added' | 'base-chain-removed' | 'base-chain-changed' | 'rule-added' | 'rule-removed';
+  readonly level: Severity;
+  readonly message: string;
+  readonly at?: Loc;
+}
+
+export interface DiffResult {
+  readonly changedFlows: readonly ChangedFlow[];
+  readonly findings: { readonly new: readonly Finding[]; readonly resolved: readonly Finding[] };
+  readonly structural: readonly StructuralChange[];
+  readonly probes: ProbeReport & { readonly simulated: number; readonly reused: number; readonly unfit: number };
+}
+
+/** Diffs two snapshots; bad input (parse errors) gives diagnostics and no diff. */
+export function diffSnapshots(before: Snapshot, after: Snapshot, options: DiffOptions = {}): { diff?: DiffResult; diagnostics: Diagnostic[] } {
+  const diagnostics: Diagnostic[] = [];
+  const parsed = [before, after].map((s) => {
+    const result = parseRuleset(s.sources);
+    diagnostics.push(...result.diagnostics);
+    return result.ruleset;
+  });
+  const host = unionHost(before.host, after.host);
+  const hostRead = readHost([{ value: host, path: ['host'] }]);
+  for (const e of hostRead.errors) diagnostics.push({ severity: 'error', code: 'input', message: e.message });
+  if (diagnostics.some((d) => d.severity === 'error')) return { diagnostics };
+  return { diff: diffRulesets([before, after], parsed as [Ruleset, Ruleset], hostRead.host, options), diagnostics };
+}
+
+/** diffSnapshots on parsed rulesets and a resolved host. */
+export function diffRulesets(snapshots: readonly [Snapshot, Snapshot], rulesets: readonly [Ruleset, Ruleset], host: Host, options: DiffOptions = {}): DiffResult {
+  const indexes = rulesets.map(indexRules) as [RuleIndex, RuleIndex];
+  const sides = [sideOf('before', rulesets[0], indexes[0]), sideOf('after', rulesets[1], indexes[1])] as const;
+  const derived = deriveProbes(rulesets, host, { ...(options.maxProbesPerReason !== undefined && { maxPerReason: options.maxProbesPerReason }) });
+  const probes: Probe[] = [...derived.probes];
+  const scenario = options.scenarioPackets ?? [];
+  const known = new Set(probes.map((p) => probeKey(p.packet)));
+  let scenarioKept = 0;
+  for (const s of scenario) {
+    if (known.has(probeKey(s.packet))) continue;
+    known.add(probeKey(s.packet));
+    probes.push({ packet: s.packet, reason: 'scenario', why: s.name });
+    scenarioKept++;
+  }
+  const bits = testedBits(rulesets);
+  const { chains: changedChains, hooks: changedHooks } = changedParts(indexes, rulesets);
+  const changedFlows: ChangedFlow[] = [];
+  let simulated = 0;
+  let reused = 0;
+  let unfit = 0;
+  for (const probe of probes) {
+    const b = runProbe(sides[0], host, probe.packet);
+    let a: ProbeRun | undefined;
+    if (b && isUntouched(b, changedChains, changedHooks)) {
+      reused++;
+      continue;
+    }
+    a = runProbe(sides[1], host, probe.packet);
+    simulated++;
+    if (!a || !b) {
+      if (!a && !b) unfit++;
+      continue;
+    }
+    if (isSameRun(b, a, bits, sides)) continue;
+    const change = describeChange(b, a, bits, sides);
+    changedFlows.push({
+      probe: probe.packet,
+      class: classTitle(change.what, probe.packet.iif, change.before, change.after, sides),
+      level: change.level,
+      decidedBy: { ...(change.before && { before: change.before }), ...(change.after && { after: change.after }) },
+      before: flowSide(b),
+      after: flowSide(a),
+    });
+  }
+  const byReason = { ...derived.report.byReason, ...(scenario.length > 0 && { scenario: { derived: scenario.length, kept: scenarioKept } }) };
+  return {
+    changedFlows,
+    findings: diffFindings(rulesets, snapshots, indexes),
+    structural: diffStructure(rulesets, indexes),
+    probes: { count: probes.length, byReason, ingress: derived.report.ingress, simulated, reused, unfit },
+  };
+}
+
+function flowSide(run: ProbeRun): FlowSide {
+  return { outcomes: run.outcomes, ...(run.reply && { reply: run.reply }) };
+}
+
+/** The host both sides are simulated on: the interfaces and routes of both (the AFTER side's
+ * first), since the diff is about the rules (an agent's interface exists on both sides). */
+function unionHost(before: HostInput | undefined, after: HostInput | undefined): HostInput {
+  const interfaces: unknown[] = [];
+  const routes: unknown[] = [];
+  const names = new Set<string>();
+  const routeKeys = new Set<string>();
+  for (const h of [after, before]) {
+    for (const i of (h?.interfaces ?? []) as { name?: string; ifname?: string }[]) {
+      const name = i.name ?? i.ifname ?? '';
+      if (names.has(name)) continue;
+      names.add(name);
+      interfaces.push(i);
+    }
+    for (const r of (h?.routes ?? []) as unknown[]) {
+      const key = JSON.stringify(r);
+      if (routeKeys.has(key)) continue;
+      routeKeys.add(key);
+      routes.push(r);
+    }
+  }
+  const forwarding = after?.forwarding ?? before?.forwarding;
+  return { interfaces, routes, ...(forwarding !== undefined && { forwarding }) } as HostInput;
+}
+
+/** The mark and ct mark bits any rule of either side tests (`meta mark & 0x4000 == …`, an exact
+ * `meta mark 0x1bd21` tests all 32): the final marks are compared on those only. */
+function testedBits(rulesets: readonly Ruleset[]): TestedBits {
+  let mark = 0;
+  let ctMark = 0;
+  for (const ruleset of rulesets) {
+    for (const table of ruleset.tables) {
+      for (const chain of table.chains) {
+        for (const rule of chain.rules) {
+          for (const stmt of rule.stmts) {
+            if (stmt.kind !== 'match') continue;
+            const left = stmt.expr.left;
+            const target = left.kind === 'binop' && left.op === '&' ? left.left : left;
+            const mask = left.kind === 'binop' && left.op === '&' && left.right.kind === 'literal' ? Number(left.right.text) >>> 0 : 0xffffffff;
+            if (target.kind === 'meta' && target.key === 'mark') mark |= mask;
+            else if (target.kind === 'ct' && target.key === 'mark') ctMark |= mask;
+          }
+        }
+      }
+    }
+  }
+  return { mark: mark >>> 0, ctMark: ctMark >>> 0 };
+}
+
+/** Chains that differ between the sides (rules, base spec, their table's sets, or exist on one
+ * side), and the hooks whose base chains differ. */
+function changedParts(indexes: readonly [RuleIndex, RuleIndex], rulesets: readonly [Ruleset, Ruleset]): { chains: Set<string>; hooks: Set<string> } {
+  const chains = new Set<string>();
+  for (const [key, text] of indexes[0].chains) if (indexes[1].chains.get(key) !== text) chains.add(key);
+  for (const key of indexes[1].chains.keys()) if (!indexes[0].chains.has(key)) chains.add(key);
+  const hooks = new Set<string>();
+  for (const ruleset of rulesets) {
+    for (const table of ruleset.tables) {
+      for (const chain of table.chains) if (chain.base && chains.has(chainKey(table.family, table.name, chain.name))) hooks.add(chain.base.hook);
+    }
+  }
+  return { chains, hooks };
+}
+
+function describeLoc(loc: Loc | undefined, side: Side): string {
+  if (!loc) return 'routing';
+  const at = side.rules.byLoc.get(`${loc.file}:${loc.line}:${loc.column}`);
+  const where = `${loc.file}:${loc.line}`;
+  return at ? `${at.table.name} ${at.chain.name} rule at ${where}` : `policy at ${where}`;
+}
+
+function classTitle(what: string, iif: string | undefined, before: Loc | undefined, after: Loc | undefined, sides: readonly [Side, Side]): string {
+  return `${what} from ${iif ?? 'local output'}, decided by ${describeLoc(before, sides[0])} (before) and ${describeLoc(after, sides[1])} (after)`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Lint findings
+
+/** Findings matched by rule, message and the text of the line they point at, so a finding whose
+ * rule only moved is neither new nor resolved. */
+function diffFindings(rulesets: readonly [Ruleset, Ruleset], snapshots: readonly [Snapshot, Snapshot], indexes: readonly [RuleIndex, RuleIndex]): DiffResult['findings'] {
+  const [b, a] = rulesets.map((r, i) => keyed(lintRuleset(r).findings, snapshots[i]!, indexes[i]!));
+  return { new: unmatched(a!, b!), resolved: unmatched(b!, a!) };
+}
+
+function keyed(findings: readonly Finding[], snapshot: Snapshot, rules: RuleIndex): { finding: Finding; key: string }[] {
+  const texts = new Map<string, string>(snapshot.sources.map((s): [string, string] => [s.file, s.text]));
+  const byFile = new Map<string, { start: number; end: number; key: string }[]>();
+  for (const at of rules.byLoc.values()) {
+    const list = byFile.get(at.rule.span.file) ?? [];
+    list.push({ start: at.rule.span.start, end: at.rule.span.end, key: at.key });
+    byFile.set(at.rule.span.file, list);
+  }
+  // What a finding points at: the rule holding its location (its text, whichever dialect printed
+  // it), else the line's text.
+  const whatAt = (file: string, offset: number, line: number): string =>
+    byFile.get(file)?.find((r) => r.start <= offset && offset < r.end)?.key ?? (texts.get(file)?.split('\n')[line - 1] ?? `${file}:${line}`).trim().replace(/\s+/g, ' ');
+  return findings.map((finding) => ({ finding, key: `${finding.rule}|${finding.messageId}|${finding.message}|${whatAt(finding.location.file, finding.location.charOffset, finding.location.line)}` }));
+}
+
+function unmatched(these: readonly { finding: Finding; key: string }[], those: readonly { finding: Finding; key: string }[]): Finding[] {
+  const counts = new Map<string, number>();
+  for (const { key } of those) counts.set(key, (counts.get(key) ?? 0) + 1);
+  return these.flatMap(({ finding, key }) => {
+    const n = counts.get(key) ?? 0;
+    if (n > 0) {
+      counts.set(key, n - 1);
+      return [];
+    }
+    return [finding];
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Structure
+
+/** Tables and base chains added, removed or changed, and rules added to (removed from) chains
+ * whose owner is not who wrote them: the shared built-in chains of iptables-nft tables, or
+ * another component's chains. */
+function diffStructure(rulesets: readonly [Ruleset, Ruleset], indexes: readonly [RuleIndex, RuleIndex]): StructuralChange[] {
+  const out: StructuralChange[] = [];
+  const tables = rulesets.map((r) => new Map(r.tables.map((t) => [`${t.family} ${t.name}`, t]))) as [Map<string, Ruleset['tables'][number]>, Map<string, Ruleset['tables'][number]>];
+  const loc = (span: { file: string; line: number; column: number }): Loc => ({ file: span.file, line: span.line, column: span.column });
+  for (const [side, other, kind] of [[tables[1], tables[0], 'table-added'], [tables[0], tables[1], 'table-removed']] as const) {
+    for (const [key, table] of side) if (!other.has(key)) out.push({ kind, level: 'info', message: `table ${key} ${kind === 'table-added' ? 'added' : 'removed'}`, at: loc(table.span) });
+  }
+  const baseOf = (t: Ruleset['tables'][number]) => new Map(t.chains.filter((c) => c.base).map((c) => [c.name, c]));
+  for (const [key, after] of tables[1]) {
+    const before = tables[0].get(key);
+    const ab = baseOf(after);
+    const bb = before ? baseOf(before) : new Map<string, never>();
+    for (const [name, chain] of ab) {
+      const spec = (c: typeof chain) => `type ${c.base!.type} hook ${c.base!.hook} priority ${c.base!.priority.value ?? c.base!.priority.offset} policy ${c.base!.policy ?? 'accept'}`;
+      const old = bb.get(name);
+      if (!old) out.push({ kind: 'base-chain-added', level: 'info', message: `base chain ${key} ${name} added: ${spec(chain)}`, at: loc(chain.span) });
+      else if (spec(old) !== spec(chain)) out.push({ kind: 'base-chain-changed', level: 'warning', message: `base chain ${key} ${name}: ${spec(old)} → ${spec(chain)}`, at: loc(chain.span) });
+    }
+    for (const [name, chain] of bb) if (!ab.has(name)) out.push({ kind: 'base-chain-removed', level: 'info', message: `base chain ${key} ${name} removed`, at: loc(chain.span) });
+  }
+  out.push(...foreignRules(rulesets[1], indexes[0], 'rule-added', tables[0]), ...foreignRules(rulesets[0], indexes[1], 'rule-removed', tables[1]));
+  return out;
+}
+
+const NO_OWNERS = { tables: {}, chains: {}, marks: {} };
+
+/** Rules of `ruleset` the other side lacks (by key, counting duplicates), in tables the other
+ * side has, written by someone other than the chain's owner. */
+function foreignRules(ruleset: Ruleset, other: RuleIndex, kind: 'rule-added' | 'rule-removed', otherTables: ReadonlyMap<string, unknown>): StructuralChange[] {
+  const out: StructuralChange[] = [];
+  const remaining = new Map(other.keys);
+  const present = new Set(ruleset.tables.flatMap((t) => t.chains.map((c) => componentOf(NO_OWNERS, t.family, t.name, c.name)).filter((c): c is string => c !== undefined)));
+  for (const table of ruleset.tables) {
+    if (!otherTables.has(`${table.family} ${table.name}`)) continue;
+    for (const chain of table.chains) {
+      const owner = componentOf(NO_OWNERS, table.family, table.name, chain.name);
+      for (const rule of chain.rules) {
+        const key = `${chainKey(table.family, table.name, chain.name)}: ${ruleText(rule, table.family)}`;
+        const n = remaining.get(key) ?? 0;
+        if (n > 0) {
+          remaining.set(key, n - 1);
+          continue;
+        }
+        const writer = componentOfRule(NO_OWNERS, table, chain.name, rule, 0, () => present) ?? (rule.origin?.format === 'iptables' ? undefined : 'a native nft rule');
+        if (writer !== undefined && writer === owner) continue;
+        const native = isIptablesNftTable(table.name) && rule.origin?.format !== 'iptables' ? ' (native nft in an iptables-nft table)' : '';
+        const verb = kind === 'rule-added' ? 'now writes into' : 'no longer writes into';
+        out.push({
+          kind,
+          level: native || owner !== undefined ? 'warning' : 'info',
+          message: `${writer ?? 'an unattributed rule'} ${verb} ${table.family} ${table.name} ${chain.name}${owner ? ` (owned by ${owner})` : ''}${native}: ${key.slice(key.indexOf(': ') + 2)}`,
+          at: { file: rule.span.file, line: rule.span.line, column: rule.span.column },
+        });
+      }
+    }
+  }
+  return out;
+}

@@ -1,0 +1,69 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const EXAMPLE = join(ROOT, 'corpus/examples/nodeport-masquerade');
+const CASE = join(ROOT, 'corpus/diff/nodeport-masquerade-lost');
+const BEFORE = [join(EXAMPLE, 'kube-proxy.ipt'), join(CASE, 'host.yaml')].join(',');
+const AFTER = [join(EXAMPLE, 'node.nft'), join(EXAMPLE, 'node.ipt'), join(CASE, 'host.yaml')].join(',');
+
+async function diff(args: string[]) {
+  let out = '';
+  let err = '';
+  const code = await main(['node', 'nftsim', 'diff', ...args], { out: (t) => (out += t), err: (t) => (err += t) });
+  return { code, out, err };
+}
+
+describe('nftsim diff', () => {
+  it('reports the NodePort incident as masquerade lost from wt0 with both deciding rules, exit 1', async () => {
+    const { code, out, err } = await diff([BEFORE, AFTER, '--probes-report']);
+    expect(err).toBe('');
+    expect(code).toBe(1);
+    expect(out).toMatch(/masquerade lost: \d+ flows? from wt0 to 192\.0\.2\.10 tcp ports? [^,]*30080/);
+    expect(out).toContain('POSTROUTING rule at');
+    expect(out).toMatch(/kube-proxy\.ipt:31/);
+    expect(out).toMatch(/node\.ipt:8/);
+    expect(out).toMatch(/rule-match/);
+  });
+
+  it('gives the issue\'s JSON shape with --format json', async () => {
+    const { code, out } = await diff([BEFORE, AFTER, '--format', 'json']);
+    expect(code).toBe(1);
+    const json = JSON.parse(out) as Record<string, unknown>;
+    expect(Object.keys(json).sort()).toEqual(['changedFlows', 'findings', 'probes', 'structural']);
+    const flows = json.changedFlows as { probe: { iif?: string }; class: string; before: { outcomes: unknown[] }; after: { outcomes: unknown[] } }[];
+    expect(flows.length).toBeGreaterThan(0);
+    expect(flows[0]).toHaveProperty('before.outcomes');
+    expect((json.findings as { new: unknown[] }).new.length).toBeGreaterThan(0);
+    expect((json.probes as { count: number }).count).toBeGreaterThan(0);
+  });
+
+  it('exits 0 and reports nothing when both sides are the same snapshot', async () => {
+    const { code, out } = await diff([AFTER, AFTER]);
+    expect(code).toBe(0);
+    expect(out).toContain('changed flows: 0');
+    expect(out).toContain('lint findings: 0 new, 0 resolved');
+    expect(out).toContain('structural changes: 0');
+  });
+
+  it.each([
+    [['only-one'], /give the AFTER snapshot/],
+    [['/nonexistent/x.nft', '/nonexistent/y.nft'], /cannot read/],
+    [[BEFORE, AFTER, '--max-probes', '0'], /--max-probes expects/],
+  ])('exits 2 on bad input %#', async (args, message) => {
+    const { code, err } = await diff(args);
+    expect(code).toBe(2);
+    expect(err).toMatch(message);
+  });
+
+  it('names file:line:col for a ruleset syntax error', async () => {
+    const bad = join(mkdtempSync(join(tmpdir(), 'nftsim-diff-')), 'bad.nft');
+    writeFileSync(bad, 'table ip t {\n\tchain c {\n\t\tbogus stuff here\n\t}\n}\n');
+    const { code, err } = await diff([bad, AFTER]);
+    expect(code).toBe(2);
+    expect(err).toMatch(/bad\.nft:\d+:\d+: error/);
+  });
+});

@@ -1,0 +1,129 @@
+import { readFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { parseRuleset } from '../../src/parser/parse-ruleset.js';
+import { deriveProbes } from '../../src/diff/derive-probes.js';
+import { diffSnapshots, type DiffResult } from '../../src/diff/diff-snapshots.js';
+import { compressRanges } from '../../src/diff/format-diff-text.js';
+import { readHost } from '../../src/sim/host.js';
+import { simulatePacket } from '../../src/sim/simulate-packet.js';
+import { readSnapshot } from '../../src/snapshot/read-snapshot.js';
+import type { Snapshot } from '../../src/snapshot/snapshot.js';
+
+const ROOT = resolve(import.meta.dirname, '../..');
+const CASE = join(ROOT, 'corpus/diff/nodeport-masquerade-lost');
+
+interface CaseFile {
+  readonly before: string[];
+  readonly after: string[];
+  readonly expect: { classes: { contains: string; probe: Record<string, unknown>; decidedBy: { before: { file: string; line: number }; after: { file: string; line: number } } }[] };
+}
+
+function loadCase(dir: string): { spec: CaseFile; before: Snapshot; after: Snapshot } {
+  const spec = JSON.parse(readFileSync(join(dir, 'case.json'), 'utf8')) as CaseFile;
+  const read = (files: string[]): Snapshot => {
+    const result = readSnapshot(files.map((f) => join(dir, f)).join(','));
+    expect(result.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+    return result.snapshot!;
+  };
+  return { spec, before: read(spec.before), after: read(spec.after) };
+}
+
+const HOST = readHost([{ value: { interfaces: [{ name: 'eth0', addresses: ['192.0.2.10/24'] }, { name: 'wt0', addresses: ['100.64.1.1/16'] }], routes: [{ dst: 'default', via: '192.0.2.1', dev: 'eth0' }] }, path: ['host'] }]).host;
+
+describe('deriveProbes', () => {
+  it.each([
+    ['a NodePort from the interface a rule names', 'table ip t { chain c { type filter hook prerouting priority 0; iifname "wt0" tcp dport 30080 fib daddr type local accept } }', { iif: 'wt0', dst: '192.0.2.10', dport: 30080 }],
+    ['the first address of a matched prefix', 'table ip t { chain c { type filter hook forward priority 0; ip daddr 10.244.0.0/16 accept } }', { dst: '10.244.0.0' }],
+    ['the last address of a matched prefix', 'table ip t { chain c { type filter hook forward priority 0; ip daddr 10.244.0.0/16 accept } }', { dst: '10.244.255.255' }],
+    ['one address outside a matched prefix', 'table ip t { chain c { type filter hook forward priority 0; ip daddr 10.244.0.0/16 accept } }', { dst: '10.245.0.0' }],
+    ['one port outside a matched range', 'table ip t { chain c { type filter hook input priority 0; tcp dport 30000-30023 accept } }', { dport: 30024 }],
+    ['a matched source, arriving where it routes from', 'table ip t { chain c { type filter hook input priority 0; ip saddr 100.64.2.2 drop } }', { iif: 'wt0', src: '100.64.2.2' }],
+    ['a mark a rule tests, sent locally', 'table ip t { chain c { type filter hook output priority 0; meta mark & 0x20 == 0x20 drop } }', { mark: 0x20 }],
+    ['a service tuple of a verdict map, and its chain\'s source rule in that context', 'table ip t { map m { type ipv4_addr . inet_proto . inet_service : verdict; elements = { 10.96.0.1 . tcp . 443 : goto svc } } chain svc { ip saddr 10.244.1.5 counter } chain c { type nat hook prerouting priority -100; ip daddr . meta l4proto . th dport vmap @m } }', { dst: '10.96.0.1', dport: 443 }],
+  ])('derives %s', (_name, text, wanted) => {
+    const { ruleset, diagnostics } = parseRuleset(text, { file: 't.nft' });
+    expect(diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+    const { probes } = deriveProbes([ruleset], HOST);
+    expect(probes.map((p) => p.packet)).toContainEqual(expect.objectContaining(wanted));
+  });
+
+  it('stays bounded: a cap per reason, reported as derived and kept', () => {
+    const rules = Array.from({ length: 300 }, (_, i) => `ip daddr 10.96.${i >> 8}.${i & 255} tcp dport 80 accept`).join('\n');
+    const { ruleset } = parseRuleset(`table ip t { chain c { type filter hook forward priority 0;\n${rules}\n} }`, { file: 't.nft' });
+    const { probes, report } = deriveProbes([ruleset], HOST, { maxPerReason: 50 });
+    expect(report.byReason['rule-match']).toEqual({ derived: expect.any(Number), kept: 50 });
+    expect(report.byReason['rule-match']!.derived).toBeGreaterThan(300);
+    expect(probes.length).toBe(report.count);
+  });
+});
+
+describe('compressRanges', () => {
+  it.each([
+    [[30000, 30001, 30002, 30080], '30000–30002, 30080'],
+    [[5, 3, 4, 4], '3–5'],
+    [[22], '22'],
+  ])('%j → %s', (values, text) => expect(compressRanges(values)).toBe(text));
+});
+
+describe('corpus/diff cases', () => {
+  const { spec, before, after } = loadCase(CASE);
+  const result = diffSnapshots(before, after);
+  const diff = result.diff!;
+
+  it.each(spec.expect.classes)('reports $contains with both deciding rules', (expected) => {
+    const flows = diff.changedFlows.filter((f) => f.class.includes(expected.contains));
+    expect(flows.map((f) => f.probe)).toContainEqual(expect.objectContaining(expected.probe));
+    const flow = flows.find((f) => Object.entries(expected.probe).every(([k, v]) => (f.probe as unknown as Record<string, unknown>)[k] === v))!;
+    expect(flow.decidedBy.before).toMatchObject({ file: join(CASE, expected.decidedBy.before.file), line: expected.decidedBy.before.line });
+    expect(flow.decidedBy.after).toMatchObject({ file: join(CASE, expected.decidedBy.after.file), line: expected.decidedBy.after.line });
+  });
+
+  it('re-checks every changed flow by simulating it on both sides', () => {
+    const rulesets = [before, after].map((s) => parseRuleset(s.sources).ruleset);
+    const host = before.host;
+    for (const flow of diff.changedFlows) {
+      const [b, a] = rulesets.map((r) => simulatePacket(r, { host, packet: flow.probe }).outcomes);
+      expect(b, JSON.stringify(flow.probe)).toEqual(flow.before.outcomes);
+      expect(a, JSON.stringify(flow.probe)).toEqual(flow.after.outcomes);
+    }
+  });
+});
+
+describe('properties', () => {
+  const { before, after } = loadCase(CASE);
+  const summary = (d: DiffResult) => ({
+    flows: d.changedFlows.map((f) => JSON.stringify(f.probe)).sort(),
+    newFindings: d.findings.new.map((f) => `${f.rule} ${f.message}`).sort(),
+    resolved: d.findings.resolved.map((f) => `${f.rule} ${f.message}`).sort(),
+  });
+
+  it('a snapshot diffed with itself is empty', () => {
+    for (const s of [before, after]) {
+      const d = diffSnapshots(s, s).diff!;
+      expect(d.changedFlows).toEqual([]);
+      expect(d.findings).toEqual({ new: [], resolved: [] });
+      expect(d.structural).toEqual([]);
+    }
+  });
+
+  it('is symmetric: swapping the sides swaps before/after and new/resolved', () => {
+    const ab = summary(diffSnapshots(before, after).diff!);
+    const ba = summary(diffSnapshots(after, before).diff!);
+    expect(ba.flows).toEqual(ab.flows);
+    expect(ba.newFindings).toEqual(ab.resolved);
+    expect(ba.resolved).toEqual(ab.newFindings);
+  });
+
+  it('adding a rule that matches nothing the probes reach changes no flow', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 0, max: 999 }), fc.integer({ min: 1, max: 65535 }), fc.constantFrom('forward', 'prerouting', 'postrouting', 'input', 'output'), (n, port, hook) => {
+        const extra = { file: 'extra.nft', text: `table ip extra {\n\tchain c {\n\t\ttype filter hook ${hook} priority 0; policy accept;\n\t\tiifname "absent${n}" tcp dport ${port} drop\n\t}\n}\n` };
+        const widened: Snapshot = { ...after, sources: [...after.sources, extra] };
+        expect(diffSnapshots(after, widened).diff!.changedFlows).toEqual([]);
+      }),
+      { numRuns: 5 },
+    );
+  });
+});
