@@ -19,20 +19,21 @@ import { forEachExpr } from './framework/walk-rule.js';
 // parser aborts (exit 3), or the rule is read back as a different, usually broader, rule.
 
 /** What iptables-nft does with a rule, worst first. */
-type Outcome = 'table-unreadable' | 'fatal-parse' | 'lossy';
+type Outcome = 'table-unreadable' | 'fatal-parse' | 'crash' | 'unrestorable' | 'lossy';
 
 interface Problem {
   readonly outcome: Outcome;
   /** The construct, as nft writes it. */
   readonly construct: string;
-  /** fatal-parse: iptables' error text; lossy: what the reading becomes. */
+  /** fatal-parse: iptables' error text; unrestorable: what restore rejects; lossy: what the
+   * reading becomes. */
   readonly detail: string;
   /** lossy: the reading matches more packets than the rule. */
   readonly broadens?: boolean;
   readonly span: Span;
 }
 
-const RANK: Readonly<Record<Outcome, number>> = { 'table-unreadable': 0, 'fatal-parse': 1, lossy: 2 };
+const RANK: Readonly<Record<Outcome, number>> = { 'table-unreadable': 0, 'fatal-parse': 1, crash: 2, unrestorable: 3, lossy: 4 };
 
 export const iptablesNftIncompatible: LintRule = {
   id: 'iptables-nft-incompatible',
@@ -48,6 +49,14 @@ export const iptablesNftIncompatible: LintRule = {
       'fatal-parse':
         'iptables-nft {{version}} cannot parse {{construct}} in {{where}} ("Error: {{detail}}", "Parsing nftables rule failed", exit 3): save, `-L`, `-S`, and `-C`/`-D` on {{chain}} fail; kube-proxy and kube-router jump checks (`iptables -C {{chain}} … -j KUBE-…`) fail every sync while this rule comes before their jump, and ' +
         'Docker, Calico and firewalld cannot save the table',
+      crash:
+        'iptables-nft {{version}} crashes printing {{construct}} in {{where}} (segmentation fault, exit 139): iptables-nft-save and `iptables -S {{chain}}` fail, so ' +
+        IPTABLES_NFT_CONSUMERS +
+        ' cannot save or list the table',
+      unrestorable:
+        'iptables-nft {{version}} reads this rule in {{where}} with {{detail}}, which iptables-restore rejects: restoring a save of the table (' +
+        IPTABLES_NFT_CONSUMERS +
+        ') fails',
       lossy:
         'iptables-nft {{version}} reads this rule in {{where}} without {{construct}} ({{detail}}): iptables-save shows, and a save/restore round trip (' +
         IPTABLES_NFT_CONSUMERS +
@@ -128,7 +137,8 @@ function checkRules(context: LintContext, table: Table, facts: IptablesNftReadba
   const unknown: { problem: Problem; chain: Chain }[] = [];
   for (const chain of table.chains) {
     for (const rule of chain.rules) {
-      const problem = worstProblem(rule, table.family, facts);
+      const problems = problemsOf(rule, table, chain, facts);
+      const problem = worstOf(problems);
       if (problem === undefined) continue;
       const origin = originOf(rule, telling);
       if (origin === 'iptables') continue;
@@ -136,9 +146,11 @@ function checkRules(context: LintContext, table: Table, facts: IptablesNftReadba
         if (problem.outcome !== 'lossy') unknown.push({ problem, chain });
         continue;
       }
-      const check = problem.outcome === 'table-unreadable' && facts.fatalParse && isFirstMatchSkipped(rule)
-        ? `, and \`iptables -C\`/\`-D\` on ${chain.name} exit 3 ("cmp sreg undef") when they reach it`
-        : '';
+      // -C and -D skip gate 1 but run the rule parser on every rule before the one they look for.
+      const check =
+        problem.outcome === 'table-unreadable' && facts.fatalParse && (isFirstMatchSkipped(rule) || problems.some((p) => p.outcome === 'fatal-parse'))
+          ? `, and \`iptables -C\`/\`-D\` on ${chain.name} exit 3 (${isFirstMatchSkipped(rule) ? '"cmp sreg undef"' : 'a parse error'}) when they reach it`
+          : '';
       const fix = fixFor(rule, table, chain, managed);
       const severity: Severity | undefined = problem.outcome === 'lossy' && problem.broadens !== true ? 'warning' : undefined;
       context.report({
@@ -181,24 +193,56 @@ function ruleText(rule: Rule): string {
 }
 
 // Expressions the rule parser skips without setting their register: a comparison on one as the
-// rule's first match reads an undefined register ("cmp sreg undef", 1.8.9+, even for -C).
+// rule's first match reads an undefined register ("cmp sreg undef", 1.8.9+, even for -C); a set
+// lookup on one does not compare (nft-shared.c v1.8.9 nft_parse_cmp, nft_parse_lookup).
 function isFirstMatchSkipped(rule: Rule): boolean {
   const first = rule.stmts.find((s) => s.kind === 'match');
-  return first?.kind === 'match' && Object.hasOwn(UNREADABLE_EXPRS, innermost(first.expr.left).kind);
+  return first?.kind === 'match' && !isLookup(first.expr) && Object.hasOwn(UNREADABLE_EXPRS, innermost(first.expr.left).kind);
+}
+
+function isLookup(rel: Relational): boolean {
+  return rel.right.kind === 'set' || rel.right.kind === 'set-ref' || rel.right.kind === 'map' || rel.left.kind === 'map';
 }
 
 function innermost(expr: Expr): Expr {
   return expr.kind === 'binop' ? innermost(expr.left) : expr;
 }
 
-function worstProblem(rule: Rule, family: 'ip' | 'ip6' | string, facts: IptablesNftReadback): Problem | undefined {
+function worstOf(problems: readonly Problem[]): Problem | undefined {
   let worst: Problem | undefined;
-  const add = (problem: Problem): void => {
-    if (worst === undefined || RANK[problem.outcome] < RANK[worst.outcome]) worst = problem;
-  };
-  const hasVerdict = rule.stmts.some((s) => s.kind === 'verdict' || s.kind === 'vmap');
-  for (const stmt of rule.stmts) checkStmt(stmt, family, hasVerdict, facts, add);
+  for (const problem of problems) if (worst === undefined || RANK[problem.outcome] < RANK[worst.outcome]) worst = problem;
   return worst;
+}
+
+/** Everything iptables-nft trips over in `rule`, at every gate. */
+function problemsOf(rule: Rule, table: Table, chain: Chain, facts: IptablesNftReadback): Problem[] {
+  const problems: Problem[] = [];
+  const add = (problem: Problem): void => void problems.push(problem);
+  const hasVerdict = rule.stmts.some((s) => s.kind === 'verdict' || s.kind === 'vmap');
+  const hasIcmpType = rule.stmts.some((s) => s.kind === 'match' && s.expr.left.kind === 'payload' && s.expr.left.field === 'type' && (s.expr.left.protocol === 'icmp' || s.expr.left.protocol === 'icmpv6'));
+  for (const stmt of rule.stmts) checkStmt(stmt, table.family, hasVerdict, hasIcmpType, facts, add);
+  if (problems.every((p) => RANK[p.outcome] > RANK.unrestorable)) checkRestorable(rule, table, chain, add);
+  return problems;
+}
+
+// iptables-restore checks a rule's interfaces against the chain's name and refuses DROP in nat,
+// in every version (iptables/iptables.c v1.8.4 l.1537-1630, iptables/xshared.c v1.8.9
+// l.1823-1882, v1.8.11 l.1949-2003): a native rule iptables-nft reads with `-i` in OUTPUT is
+// printed by iptables-save, and restoring that save fails.
+const NO_IN_INTERFACE = new Set(['OUTPUT', 'POSTROUTING']);
+const NO_OUT_INTERFACE = new Set(['PREROUTING', 'INPUT']);
+
+function checkRestorable(rule: Rule, table: Table, chain: Chain, add: (p: Problem) => void): void {
+  for (const stmt of rule.stmts) {
+    if (stmt.kind === 'verdict' && stmt.verdict === 'drop' && table.name === 'nat') {
+      add({ outcome: 'unrestorable', construct: '`drop`', detail: '`-j DROP` (\'The "nat" table is not intended for filtering\')', span: stmt.span });
+    }
+    if (stmt.kind !== 'match' || isLookup(stmt.expr) || stmt.expr.left.kind !== 'meta') continue;
+    const key = stmt.expr.left.key;
+    const option = key === 'iifname' || key === 'iif' ? '-i' : key === 'oifname' || key === 'oif' ? '-o' : undefined;
+    if (option === undefined || !(option === '-i' ? NO_IN_INTERFACE : NO_OUT_INTERFACE).has(chain.name)) continue;
+    add({ outcome: 'unrestorable', construct: `\`${formatExpr(stmt.expr)}\``, detail: `\`${option}\` ("Can't use ${option} with ${chain.name}")`, span: stmt.span });
+  }
 }
 
 /** A construct the parser does not know: fatal from 1.8.9, silently dropped before. */
@@ -208,7 +252,7 @@ function unparsed(facts: IptablesNftReadback, construct: string, error: string, 
     : { outcome: 'lossy', construct, detail: 'the parser drops it', broadens: true, span };
 }
 
-function checkStmt(stmt: Stmt, family: string, hasVerdict: boolean, facts: IptablesNftReadback, add: (p: Problem) => void): void {
+function checkStmt(stmt: Stmt, family: string, hasVerdict: boolean, hasIcmpType: boolean, facts: IptablesNftReadback, add: (p: Problem) => void): void {
   const unreadable = (construct: string): void => add({ outcome: 'table-unreadable', construct, detail: '', span: stmt.span });
   // Gate 1 on every expression, wherever the statement holds it.
   forEachExpr(stmt, (expr) => {
@@ -220,7 +264,7 @@ function checkStmt(stmt: Stmt, family: string, hasVerdict: boolean, facts: Iptab
   });
   switch (stmt.kind) {
     case 'match':
-      return checkMatch(stmt.expr, family, facts, add);
+      return checkMatch(stmt.expr, family, hasIcmpType, facts, add);
     case 'meta-set':
       return checkMetaSet(stmt, hasVerdict, facts, add);
     case 'vmap':
@@ -291,16 +335,16 @@ function checkMetaSet(stmt: Stmt & { kind: 'meta-set' }, hasVerdict: boolean, fa
   add(unparsed(facts, `\`${formatStmt(stmt)}\``, error, stmt.span));
 }
 
-function checkMatch(rel: Relational, family: string, facts: IptablesNftReadback, add: (p: Problem) => void): void {
+function checkMatch(rel: Relational, family: string, hasIcmpType: boolean, facts: IptablesNftReadback, add: (p: Problem) => void): void {
   const left = innermost(rel.left);
   const construct = `\`${formatExpr(rel)}\``;
   const ordered = rel.op === '<' || rel.op === '>' || rel.op === '<=' || rel.op === '>=';
   const has = (gate: keyof IptablesNftReadback | 'always' | undefined): boolean => gate === 'always' || (gate !== undefined && facts[gate]);
   if (left.kind === 'meta') {
     // nft converts host-order meta values with `byteorder` for ordered comparisons.
+    // The parser still sees the key behind it, which matters to -C (an unknown key fails it).
     if ((ordered || rel.right.kind === 'range') && !['iifname', 'oifname', 'l4proto', 'pkttype', 'nfproto', 'protocol'].includes(left.key)) {
       add({ outcome: 'table-unreadable', construct: `${construct} (byteorder)`, detail: '', span: rel.span });
-      return;
     }
     // nft leaves out `meta protocol ip` / `meta nfproto ipv4` in an ip table (always true).
     if ((left.key === 'protocol' || left.key === 'nfproto') && rel.op === 'implicit' && rel.right.kind === 'literal' && isOwnFamily(rel.right.text, family)) return;
@@ -314,13 +358,21 @@ function checkMatch(rel: Relational, family: string, facts: IptablesNftReadback,
       add(unparsed(facts, construct, isNetwork ? 'unknown payload offset' : 'unsupported layer 4 protocol value', rel.span));
     } else {
       const gate = fields[left.field];
+      const isIcmp = left.protocol === 'icmp' || left.protocol === 'icmpv6';
       if (gate === undefined) {
-        if (isNetwork) add(unparsed(facts, construct, 'unknown payload offset', rel.span));
+        // nft_parse_icmp (nft-shared.c v1.8.9) knows the type and code bytes only.
+        if (isNetwork || isIcmp) add(unparsed(facts, construct, isNetwork ? 'unknown payload offset' : 'unexpected payload offset', rel.span));
         else add({ outcome: 'lossy', construct, detail: `the ${left.protocol} ${left.field} match is ignored`, broadens: true, span: rel.span });
       } else if (!has(gate)) {
         add({ outcome: 'lossy', construct, detail: 'the parser drops it', broadens: true, span: rel.span });
       } else if (left.protocol === 'ip6' && left.field === 'nexthdr' && facts.ip6NexthdrBug) {
         add({ outcome: 'lossy', construct, detail: 'it reads as `-p X -m hl --hl-eq X`', broadens: false, span: rel.span });
+      } else if (isIcmp && left.field === 'code' && !hasIcmpType) {
+        // A code alone is read with the type "any", which ip6tables' icmp6 match cannot say.
+        if (family === 'ip6') add(unparsed(facts, construct, 'icmp6 code with any type match not supported', rel.span));
+        else add({ outcome: 'lossy', construct, detail: 'it reads as `--icmp-type any`', broadens: true, span: rel.span });
+      } else if (left.protocol === 'tcp' && left.field === 'flags' && rel.op === '!=' && rel.left.kind === 'payload' && facts.tcpFlagsNeqCrash) {
+        add({ outcome: 'crash', construct, detail: '', span: rel.span });
       }
     }
     if (rel.right.kind === 'range') {
@@ -332,9 +384,11 @@ function checkMatch(rel: Relational, family: string, facts: IptablesNftReadback,
       }
     }
   } else if (left.kind === 'raw-payload') {
-    add(unparsed(facts, construct, left.base === 'nh' ? 'unknown payload offset' : 'unsupported layer 4 protocol value', rel.span));
+    // nft_parse_cmp (nft-shared.c v1.8.9) ignores link-layer payload outside the bridge family.
+    if (left.base === 'll') add({ outcome: 'lossy', construct, detail: 'link-layer matches are ignored', broadens: true, span: rel.span });
+    else add(unparsed(facts, construct, left.base === 'nh' ? 'unknown payload offset' : 'unsupported layer 4 protocol value', rel.span));
   }
-  if (rel.right.kind === 'set' || rel.right.kind === 'set-ref' || rel.right.kind === 'map' || rel.left.kind === 'map') {
+  if (isLookup(rel)) {
     add({ outcome: 'lossy', construct: `the set lookup ${construct}`, detail: 'sets and maps are dropped, so the rule matches more', broadens: true, span: rel.span });
   }
 }

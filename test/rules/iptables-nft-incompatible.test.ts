@@ -19,6 +19,9 @@ testRule(iptablesNftIncompatible, {
     { name: "iptables-nft's own MARK target (word operator)", code: 'table ip nat {\n\tchain KUBE-MARK-MASQ {\n\t\tcounter packets 0 bytes 0 meta mark set mark or 0x4000\n\t}\n}\n' },
     { name: 'rules from an iptables-save dump', format: 'iptables', code: '*filter\n:FORWARD ACCEPT [0:0]\n-A FORWARD -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT\n-A FORWARD -p tcp -m multiport --dports 22,80 -j REJECT\nCOMMIT\n' },
     { name: 'meta mark set <const> from 1.8.10', code: forward('meta mark set 0x1 accept'), options: { iptablesVersion: '1.8.10' } },
+    { name: 'tcp flags != X no longer crashes from 1.8.11', code: forward('tcp flags != syn drop'), options: { iptablesVersion: '1.8.11' } },
+    { name: 'an icmp code beside its type', code: forward('icmp type destination-unreachable icmp code 1 accept') },
+    { name: 'drop in a filter OUTPUT chain (only nat refuses DROP)', code: 'table ip filter {\n\tchain OUTPUT {\n\t\ttype filter hook output priority filter; policy accept;\n\t\toifname "wt0" drop\n\t}\n}\n' },
   ],
   invalid: [
     {
@@ -89,6 +92,43 @@ testRule(iptablesNftIncompatible, {
       ],
     },
     {
+      name: 'readable rules iptables-restore rejects: -i in OUTPUT, DROP in nat',
+      code:
+        'table ip filter {\n\tchain OUTPUT {\n\t\ttype filter hook output priority filter; policy accept;\n\t\tiifname "wt0" accept\n\t}\n}\n' +
+        'table ip nat {\n\tchain PREROUTING {\n\t\ttype nat hook prerouting priority dstnat; policy accept;\n\t\tip saddr 10.0.0.1 drop\n\t}\n}\n',
+      errors: [
+        { messageId: 'unrestorable', line: 4, column: 3, message: "Can't use -i with OUTPUT" },
+        { messageId: 'unrestorable', line: 10, column: 21, message: 'not intended for filtering' },
+      ],
+    },
+    {
+      name: 'tcp flags != X crashes iptables-nft-save 1.8.9',
+      code: forward('tcp flags != syn drop'),
+      errors: [{ messageId: 'crash', line: 4, column: 3, message: 'exit 139' }],
+    },
+    {
+      name: 'icmp: a code alone reads as type any, other fields are fatal, icmpv6 code alone is fatal',
+      code: forward('icmp code 1 accept', 'icmp type echo-request icmp id 1 accept') + 'table ip6 filter {\n\tchain FORWARD {\n\t\ticmpv6 code 1 accept\n\t}\n}\n',
+      errors: [
+        { messageId: 'lossy', line: 4, column: 3, message: '--icmp-type any' },
+        { messageId: 'fatal-parse', line: 5, column: 26, message: 'unexpected payload offset' },
+        { messageId: 'fatal-parse', line: 10, column: 3, message: 'icmp6 code with any type' },
+      ],
+    },
+    {
+      name: 'link-layer raw payload is ignored outside the bridge family',
+      code: forward('@ll,0,8 1 accept'),
+      errors: [{ messageId: 'lossy', line: 4, column: 3, message: 'link-layer' }],
+    },
+    {
+      name: 'an ordered compare on a meta key the parser does not know also breaks iptables -C',
+      code: forward('meta skuid > 1000 accept', 'meta mark > 1 accept'),
+      errors: [
+        { messageId: 'table-unreadable', line: 4, column: 3, message: 'when they reach it' },
+        { messageId: 'table-unreadable', line: 5, column: 3 },
+      ],
+    },
+    {
       name: 'base chains iptables-nft cannot represent',
       code: 'table ip filter {\n\tchain FORWARD {\n\t\ttype filter hook forward priority 10; policy accept;\n\t}\n\tchain vpn {\n\t\ttype filter hook forward priority filter;\n\t}\n}\n',
       errors: [
@@ -105,6 +145,17 @@ testRule(iptablesNftIncompatible, {
 });
 
 describe('iptables-nft-incompatible severities and fixes', () => {
+  it.each([
+    ['a set lookup on ct compares nothing', 'ct state { established, related } accept', false],
+    ['mark is parsed behind byteorder', 'meta mark > 1 accept', false],
+    ['a ct comparison first reads an undefined register', 'ct state established accept', true],
+    ['meta mark set ct mark fails the meta statement', 'meta mark set ct mark', true],
+  ])('-C breaks on a table-unreadable rule: %s', (_, rule, breaks) => {
+    const [finding] = lintCode(iptablesNftIncompatible, { name: '', code: forward(rule) });
+    expect(finding?.messageId).toBe('table-unreadable');
+    expect(finding?.message.includes('`-D` on FORWARD exit 3')).toBe(breaks);
+  });
+
   it.each([
     ['table-unreadable', forward('oifname "wt0" ct state established accept'), 'error'],
     ['broadening lossy', forward('tcp dport { 22, 80 } accept'), 'error'],

@@ -6,7 +6,8 @@
 // iptables/nft-cache.c v1.8.9 l.207-248), gate 3 is `nft_rule_to_iptables_command_state`
 // (iptables/nft-shared.c v1.8.9 l.1316-1410, iptables/nft-ruleparse.c from v1.8.10) with the
 // per-family payload parsers in nft-ipv4.c / nft-ipv6.c (nft-ruleparse-ipv4.c/-ipv6.c from 1.8.10).
-// The 1.8.9 rows were checked against the installed tool (the research doc's 322-row matrix).
+// The 1.8.9 rows are checked against the installed tool by the compatibility matrix in
+// test/rules/iptables-nft-incompatible/real-tool.test.ts (docs/rules/iptables-nft-incompatible.md).
 
 export interface IptablesNftReadback {
   /** Gate 1 accepts the `range` expression (`tcp dport != 1-1023`): 1.8.8, commit in nft.c. */
@@ -30,15 +31,20 @@ export interface IptablesNftReadback {
   /** `ip6 nexthdr X` falls through into the hop-limit case (missing `break`, nft-ipv6.c v1.8.9
    * l.170-178, still at HEAD in nft-ruleparse-ipv6.c l.91-99). */
   readonly ip6NexthdrBug: boolean;
+  /** Printing `tcp flags != X` read back as `-m tcp ! --tcp-flags` crashes iptables-nft-save and
+   * `-S` (segfault, exit 139): measured with 1.8.9 here; 1.8.10 too, gone in 1.8.11 (research
+   * section 4, replayed with upstream builds). */
+  readonly tcpFlagsNeqCrash: boolean;
 }
 
 /** Versions in ascending order; a version reads with the facts of the last row at or below it. */
 const READBACK: readonly (readonly [version: string, facts: IptablesNftReadback])[] = [
-  ['1.8.4', { range: false, logGroup: false, bitwiseMaskXorOnly: false, hidesBaseChains: false, fatalParse: false, metaMarkSetConst: false, portsAndMark: false, icmpTtlPkttype: false, ip6NexthdrBug: false }],
-  ['1.8.8', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: false, metaMarkSetConst: false, portsAndMark: true, icmpTtlPkttype: false, ip6NexthdrBug: false }],
-  ['1.8.9', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: false, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true }],
-  ['1.8.10', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true }],
-  ['1.8.12', { range: true, logGroup: true, bitwiseMaskXorOnly: true, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true }],
+  ['1.8.4', { range: false, logGroup: false, bitwiseMaskXorOnly: false, hidesBaseChains: false, fatalParse: false, metaMarkSetConst: false, portsAndMark: false, icmpTtlPkttype: false, ip6NexthdrBug: false, tcpFlagsNeqCrash: false }],
+  ['1.8.8', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: false, metaMarkSetConst: false, portsAndMark: true, icmpTtlPkttype: false, ip6NexthdrBug: false, tcpFlagsNeqCrash: false }],
+  ['1.8.9', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: false, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: true }],
+  ['1.8.10', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: true }],
+  ['1.8.11', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: false }],
+  ['1.8.12', { range: true, logGroup: true, bitwiseMaskXorOnly: true, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: false }],
 ];
 
 function versionParts(version: string): number[] | undefined {
