@@ -151,7 +151,7 @@ export function generateKubeProxyDump(options) {
  * @param {KubeProxyDumpOptions} options
  * @returns {ServicePort[]}
  */
-function planServices({ services, endpointsPerService, seed, nodePorts = true, sessionAffinity = true }) {
+export function planServices({ services, endpointsPerService, seed, nodePorts = true, sessionAffinity = true }) {
   if (!Number.isInteger(services) || services < 1 || services > 65000) {
     throw new RangeError(`services must be an integer in 1..65000 (ClusterIPs come from a /16), got ${services}`);
   }

@@ -536,7 +536,7 @@ export class NftAstBuilder implements ExprEnv {
       case 'elements': {
         const value = buildExpr(this, node(clause, 'value')!);
         b.hasElements = true;
-        if (value.kind === 'set') b.elements.push(...value.elements);
+        if (value.kind === 'set') appendAll(b.elements, value.elements);
         else b.elements.push({ kind: 'element', span: value.span, key: value });
         break;
       }
@@ -793,7 +793,7 @@ export class NftAstBuilder implements ExprEnv {
     const elements = buildSetLiteral(this, lit).elements;
     if (verb === 'add' || verb === 'create') {
       set.hasElements = true;
-      set.elements.push(...elements);
+      appendAll(set.elements, elements);
     } else if (verb === 'delete' || verb === 'destroy') {
       const keys = new Set(elements.map((e) => elementKeyText(e)));
       set.elements = set.elements.filter((e) => !keys.has(elementKeyText(e)));
@@ -927,6 +927,12 @@ export class NftAstBuilder implements ExprEnv {
 
 // Byte units of quotas and limits (nft src/datatype.c `data_unit_parse`).
 const UNIT_BYTES: Readonly<Record<string, number>> = { bytes: 1, kbytes: 1024, mbytes: 1024 * 1024, gbytes: 1024 * 1024 * 1024 };
+
+/** `target.push(...items)` for lists of any length: spreading passes every element as an
+ * argument, which overflows the stack past ~100,000 (one big element list). */
+function appendAll<T>(target: T[], items: readonly T[]): void {
+  for (const item of items) target.push(item);
+}
 
 function unitBytes(unit: string): number {
   return UNIT_BYTES[unit] ?? 1;

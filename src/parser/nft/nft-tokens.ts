@@ -135,9 +135,12 @@ export const HexColon = createToken({
 export const IPv4 = createToken({ name: 'IPv4', pattern: /\d{1,3}\.\d{1,3}\.\d{1,3}\.\d{1,3}/ });
 /** Digit-led words: `22`, `0x00004000`, `1h30m`, `8021q`, `59m59s984ms`. */
 export const NumberLit = createToken({ name: 'NumberLit', pattern: /\d\w*/ });
+// nft's scanner.l `string`: a slash belongs to a word (kube-proxy's nftables mode names its chains
+// `service-ULMVA6XW-ns1/svc1/tcp/p80`, and nft lists them unquoted); but not the byte unit of a
+// limit rate (`mbytes/second`), which the grammar reads as unit, slash, time unit.
 export const Identifier = createToken({
   name: 'Identifier',
-  pattern: /[A-Za-z_][\w\-.]*\*?/,
+  pattern: /[kmg]?bytes(?=\/)|[A-Za-z_][\w\-./]*\*?/,
   categories: [Name],
 });
 export const Variable = createToken({ name: 'Variable', pattern: /\$[\w\-.]+/ });

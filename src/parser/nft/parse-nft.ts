@@ -19,6 +19,8 @@ import { splitNftChunks } from './split-nft-chunks.js';
  * time and peak memory of 2,000 (parser entry per chunk is cheap). */
 const CHUNK_LINES = 100;
 const MAX_INCLUDE_DEPTH = 16;
+const REOPEN_ELEMENTS = 'elements = {\n';
+const CLOSE_ELEMENTS = '}\n';
 const HANDLE_COMMENT = /^#\s*handle\s+(\d+)/;
 
 export function parseNft(text: string, options: ParseOptions = {}): ParseResult {
@@ -30,12 +32,16 @@ export function parseNft(text: string, options: ParseOptions = {}): ParseResult 
   const parseText = (source: string, name: string): void => {
     including.push(name);
     for (const chunk of splitNftChunks(source, CHUNK_LINES)) {
-      const chunkText = source.slice(chunk.start, chunk.end);
+      // A chunk cut inside an element list reads as whole `elements = { … }` clauses: the
+      // reopening text is a line of its own just before the chunk, so real text keeps its offsets,
+      // lines and columns.
+      const reopen = chunk.reopensElements ? REOPEN_ELEMENTS : '';
+      const chunkText = reopen + source.slice(chunk.start, chunk.end) + (chunk.closesElements ? CLOSE_ELEMENTS : '');
       parseChunk(builder, diagnostics, {
         file: name,
         text: chunkText,
-        base: chunk.start,
-        baseLine: chunk.line,
+        base: chunk.start - reopen.length,
+        baseLine: chunk.line - (chunk.reopensElements ? 1 : 0),
         lines: new LineIndex(chunkText),
       });
     }
