@@ -63,7 +63,9 @@ function diffCommand(beforeArg: string | undefined, afterArg: string | undefined
   };
   const beforeSpec = opts.before ?? beforeArg;
   if (beforeSpec === undefined) return usage('give BEFORE AFTER, or --before SNAPSHOT --apply PROFILE@VERSION');
-  if (opts.apply !== undefined && (afterArg !== undefined || (opts.before === undefined && beforeArg === undefined))) return usage('--apply makes the AFTER side: give only the BEFORE snapshot');
+  // With --apply, the one snapshot is BEFORE (given as --before or as the argument), never both.
+  const snapshotArgs = [opts.before, beforeArg, afterArg].filter((x) => x !== undefined).length;
+  if (opts.apply !== undefined && snapshotArgs !== 1) return usage('--apply makes the AFTER side: give only the BEFORE snapshot');
   if (opts.apply === undefined && (opts.before !== undefined ? beforeArg : afterArg) === undefined) return usage('give the AFTER snapshot, or --apply PROFILE@VERSION');
   const maxProbes = opts.maxProbes === undefined ? undefined : Number(opts.maxProbes);
   if (maxProbes !== undefined && !(Number.isInteger(maxProbes) && maxProbes > 0)) return usage(`--max-probes expects a positive integer, got '${opts.maxProbes}'`);

@@ -13,6 +13,14 @@ export interface ProfileComponent {
   readonly bits: readonly { readonly mask: number; readonly meaning: string }[];
 }
 
+/** The component a profile describes, where one component has a profile per mode: kube-proxy
+ * writes different rules in iptables and nftables mode, but it is the one kube-proxy to the
+ * linter (src/rules/facts/known-components.ts names it so). */
+const COMPONENT_OF_PROFILE: Readonly<Record<string, string>> = {
+  'kube-proxy-iptables': 'kube-proxy',
+  'kube-proxy-nftables': 'kube-proxy',
+};
+
 /** The components the profiles describe, for attribution: chain prefixes, owned tables, comment
  * prefixes, and the mark bits of every version (socket marks included: they are on the packets the
  * agent sends). Profiles of the same name as a built-in component should replace its entry. */
@@ -27,7 +35,7 @@ export function componentsFromProfiles(options: ProfileOptions = {}): { componen
       }
     }
     return {
-      name: p.name,
+      name: COMPONENT_OF_PROFILE[p.name] ?? p.name,
       chainPrefixes: p.chainPrefixes,
       tables: [...new Set(p.ownsTables.map((t) => t.split(/\s+/)[1]!))],
       ...(p.commentPrefixes.length > 0 ? { commentPrefixes: p.commentPrefixes } : {}),

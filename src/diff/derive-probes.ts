@@ -7,7 +7,8 @@
 // them, else one representative per ingress class. Ingress classes are the interfaces some rule
 // names plus one interface no rule names (they are alike to the rules), and the local output
 // path. Each reason is capped (evenly sampled) and the report says how many were derived and how
-// many were kept.
+// many were kept; probes derived from a rule of a chain that differs between the sides are
+// never sampled out (they are the ones most likely to change).
 
 import type { Chain, Expr, Rule, Ruleset, Stmt, Table } from '../model/ast.js';
 import { familyBits, formatAddress, parseAddress, parseCidr, prefixMask, type Address, type AddressFamily } from '../sim/address.js';
@@ -34,15 +35,19 @@ export interface Probe {
 
 export interface ProbeReport {
   readonly count: number;
-  /** Per reason: how many distinct probes it derived and how many were kept (the cap). */
-  readonly byReason: Readonly<Record<string, { readonly derived: number; readonly kept: number }>>;
+  /** Per reason: how many distinct probes it derived and how many were kept (the cap); `pinned`:
+   * how many of those kept came from changed chains, kept whatever the cap. */
+  readonly byReason: Readonly<Record<string, { readonly derived: number; readonly kept: number; readonly pinned?: number }>>;
   /** The ingress classes: interfaces named by rules, the representative of the others, `local`. */
   readonly ingress: readonly string[];
 }
 
 export interface DeriveProbesOptions {
-  /** At most this many probes per reason (default 5000), sampled evenly. */
+  /** At most this many probes per reason (default 5000), sampled evenly; probes of changed
+   * chains are kept beyond it. */
   readonly maxPerReason?: number;
+  /** Chains (`family table chain`) that differ between the sides. */
+  readonly changedChains?: ReadonlySet<string>;
 }
 
 /** An address interval a rule matches (a single address, a prefix, a range). */
@@ -71,7 +76,7 @@ interface Facts {
   readonly jumps: string[];
 }
 
-const PROTOCOLS: Readonly<Record<string, number>> = { icmp: 1, tcp: 6, udp: 17, icmpv6: 58, sctp: 132 };
+export const PROTOCOLS: Readonly<Record<string, number>> = { icmp: 1, tcp: 6, udp: 17, icmpv6: 58, sctp: 132 };
 const PORT_PROTOCOLS = new Set(['tcp', 'udp', 'sctp', 'th', 'udplite', 'dccp']);
 const EPHEMERAL_SPORT = 40000;
 /** A destination port no rule is assumed to name, for probes without a port of their own. */
@@ -83,16 +88,20 @@ const MAX_CONTEXTS = 4;
 export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: DeriveProbesOptions = {}): { probes: Probe[]; report: ProbeReport } {
   const cap = options.maxPerReason ?? 5000;
   const named = new Set<string>();
-  const candidates = new Map<ProbeReason, Map<string, Probe>>();
-  const add = (reason: ProbeReason, packet: PacketInput, why: string): void => {
+  const changed = options.changedChains ?? new Set<string>();
+  const candidates = new Map<ProbeReason, Map<string, { probe: Probe; pinned: boolean }>>();
+  const add = (reason: ProbeReason, packet: PacketInput, why: string, pinned = false): void => {
     let bucket = candidates.get(reason);
     if (!bucket) candidates.set(reason, (bucket = new Map()));
     const key = probeKey(packet);
-    if (!bucket.has(key)) bucket.set(key, { packet, reason, why });
+    const known = bucket.get(key);
+    if (!known) bucket.set(key, { probe: { packet, reason, why }, pinned });
+    else if (pinned && !known.pinned) bucket.set(key, { probe: { packet, reason, why }, pinned });
   };
 
-  const perRule: { facts: Facts; dests: Dest[]; where: string }[] = [];
+  const perRule: { facts: Facts; dests: Dest[]; where: string; pinned: boolean }[] = [];
   const tested = new Set<number>();
+  let written = 0;
   for (const ruleset of rulesets) {
     for (const table of ruleset.tables) {
       if (table.family === 'arp' || table.family === 'bridge') continue;
@@ -104,9 +113,11 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
           const f = facts.get(rule)!;
           for (const name of f.iif) named.add(name);
           for (const m of f.marks) tested.add(m);
+          written |= writtenMarkBits(rule);
           const own = hasDest(f.dest) ? [f.dest] : [];
           const dests = [...own, ...f.tuples.map((t) => t.dest), ...(own.length === 0 && f.tuples.length === 0 ? (contexts.get(chain) ?? []) : [])];
-          perRule.push({ facts: f, dests, where: `${table.family} ${table.name} ${chain.name} (${rule.span.file}:${rule.span.line})` });
+          const pinned = changed.has(`${table.family} ${table.name} ${chain.name}`);
+          perRule.push({ facts: f, dests, where: `${table.family} ${table.name} ${chain.name} (${rule.span.file}:${rule.span.line})`, pinned });
         }
       }
     }
@@ -144,15 +155,18 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
     ...(mark !== undefined && { mark }),
   });
 
-  for (const { facts, dests, where } of perRule) {
+  for (const { facts, dests, where, pinned } of perRule) {
     const targets = dests.flatMap(destsOf);
     if (facts.saddr.length > 0) {
       for (const s of variantsOf(facts.saddr)) {
         const src: Address = { family: s.family, n: s.value };
+        // A packet arriving with one of the host's own addresses as source is dropped by the
+        // kernel before any hook past prerouting (a martian source, fib_validate_source).
+        if (host.interfaces.some((i) => i.addresses.some((a) => a.family === src.family && a.n === src.n))) continue;
         const via = lookupRoute(host, src)?.dev;
         const iifs = facts.iif.length > 0 ? facts.iif.filter((i) => namedPresent.includes(i)) : via !== undefined && via !== 'lo' ? [via] : [];
         const to = targets.length > 0 ? targets.filter((t) => t.dst.family === src.family) : local && local.family === src.family ? [{ dst: local, protocol: PROTOCOLS.tcp!, dport: UNNAMED_PORT, outside: false }] : [];
-        for (const t of to.slice(0, MAX_CONTEXTS)) for (const iif of iifs) add('source-class', packetOf(iif, src, t), `source ${formatAddress(src)} matched at ${where}`);
+        for (const t of to.slice(0, MAX_CONTEXTS)) for (const iif of iifs) add('source-class', packetOf(iif, src, t), `source ${formatAddress(src)} matched at ${where}`, pinned);
       }
       continue;
     }
@@ -161,7 +175,7 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
     for (const t of targets) {
       for (const iif of iifs) {
         const src = iif === undefined ? undefined : sourceOf(iif);
-        add(t.outside ? 'outside-value' : 'rule-match', packetOf(iif, src, t), `${describe(t)} matched at ${where}${iif === undefined ? ', sent locally' : ''}`);
+        add(t.outside ? 'outside-value' : 'rule-match', packetOf(iif, src, t), `${describe(t)} matched at ${where}${iif === undefined ? ', sent locally' : ''}`, pinned);
       }
     }
   }
@@ -172,23 +186,28 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
       add('interface-class', packetOf(iif, iif === undefined ? undefined : sourceOf(iif), t), `${iif === undefined ? 'local output' : `ingress ${iif}`} to ${formatAddress(dst)}`);
     }
   }
+  // A mark gets onto a packet by a rule that writes it (or a socket, which a ruleset does not
+  // show): a tested value no rule of either side can write is on no packet of this node, and a
+  // packet forced to carry it would show changes no flow of the node has (Netbird 0.31's
+  // masquerade on 0x1bd11, on a peer with no routes, where nothing sets 0x1bd11).
   if (remote) {
-    for (const mark of [...tested].sort((a, b) => a - b)) {
+    for (const mark of [...tested].filter((m) => m !== 0 && (written & m) >>> 0 === m).sort((a, b) => a - b)) {
       add('mark', packetOf(undefined, undefined, { dst: remote, protocol: PROTOCOLS.tcp!, dport: UNNAMED_PORT }, mark), `mark 0x${mark.toString(16)} tested by a rule, sent locally`);
     }
   }
 
   const probes: Probe[] = [];
-  const byReason: Record<string, { derived: number; kept: number }> = {};
+  const byReason: Record<string, { derived: number; kept: number; pinned?: number }> = {};
   const seen = new Set<string>();
   for (const [reason, bucket] of candidates) {
     const all = [...bucket.entries()].filter(([key]) => !seen.has(key));
-    const kept = sampleEvenly(all, cap);
-    for (const [key, probe] of kept) {
+    const pinned = all.filter(([, c]) => c.pinned);
+    const kept = [...pinned, ...sampleEvenly(all.filter(([, c]) => !c.pinned), Math.max(0, cap - pinned.length))];
+    for (const [key, { probe }] of kept) {
       seen.add(key);
       probes.push(probe);
     }
-    byReason[reason] = { derived: all.length, kept: kept.length };
+    byReason[reason] = { derived: all.length, kept: kept.length, ...(pinned.length > 0 && { pinned: pinned.length }) };
   }
   return { probes, report: { count: probes.length, byReason, ingress: [...ingress, 'local'] } };
 }
@@ -244,12 +263,18 @@ function sourceRepresentative(host: Host, iif: string): string {
   return '203.0.113.7';
 }
 
-/** An interval's first and last value, and one just outside (after its end, else before). */
+/** An interval's first and last value, and one just outside (after its end, else before). Of an
+ * IPv4 prefix of 4 addresses or more, its first and last host: its network and broadcast address
+ * are no unicast destination (the kernel delivers a packet to the broadcast address of a
+ * connected network locally and drops one to its network address, ip_route_input_slow). */
 function variantsOf(intervals: readonly AddrInterval[]): { value: bigint; family: AddressFamily; outside: boolean }[] {
   const out: { value: bigint; family: AddressFamily; outside: boolean }[] = [];
   for (const iv of intervals) {
-    out.push({ value: iv.lo, family: iv.family, outside: false });
-    if (iv.hi !== iv.lo) out.push({ value: iv.hi, family: iv.family, outside: false });
+    const size = iv.hi - iv.lo + 1n;
+    const hosts = iv.family === 'ip' && size >= 4n && (size & (size - 1n)) === 0n && iv.lo % size === 0n;
+    const [lo, hi] = hosts ? [iv.lo + 1n, iv.hi - 1n] : [iv.lo, iv.hi];
+    out.push({ value: lo, family: iv.family, outside: false });
+    if (hi !== lo) out.push({ value: hi, family: iv.family, outside: false });
   }
   // One outside value per interval set: after the highest end, else before the lowest start.
   const first = intervals[0];
@@ -279,6 +304,24 @@ function portVariantsOf(ranges: readonly [number, number][]): { value: number; o
 
 // ---------------------------------------------------------------------------------------------
 // What one rule matches on
+
+/** The mark bits a rule can turn on: those of the constants it sets, ORs or XORs into `meta mark`
+ * or `ct mark` (an AND only clears; `mark set ct mark` copies what was written elsewhere). */
+function writtenMarkBits(rule: Rule): number {
+  let bits = 0;
+  for (const stmt of rule.stmts) {
+    if ((stmt.kind === 'meta-set' || stmt.kind === 'ct-set') && stmt.key === 'mark') bits |= producedBits(stmt.value);
+  }
+  return bits >>> 0;
+}
+
+function producedBits(expr: Expr): number {
+  if (expr.kind === 'literal') return integerOf(expr)[0] ?? 0;
+  if (expr.kind !== 'binop') return 0;
+  if (expr.op === '|' || expr.op === '^') return producedBits(expr.left) | producedBits(expr.right);
+  if (expr.op === '&') return producedBits(expr.left) & (integerOf(expr.right)[0] ?? 0xffffffff);
+  return 0;
+}
 
 function emptyFacts(): Facts {
   return { iif: [], saddr: [], marks: [], dest: { addrs: [], local: false, protos: [], ports: [] }, tuples: [], jumps: [] };
@@ -372,14 +415,14 @@ function readLookup(key: Expr, map: Expr, table: Table, facts: Facts): void {
 
 /** The values a relational's right side lists: itself, a set literal's or a named set's
  * element keys. */
-function valuesOf(right: Expr, table: Table): Expr[] {
+export function valuesOf(right: Expr, table: Table): Expr[] {
   if (right.kind === 'set') return right.elements.map((e) => e.key);
   if (right.kind === 'set-ref') return (table.sets.find((s) => s.name === right.name)?.elements ?? []).map((e) => e.key);
   if (right.kind === 'flag-list') return [...right.items];
   return [right];
 }
 
-function addressInterval(expr: Expr): AddrInterval[] {
+export function addressInterval(expr: Expr): AddrInterval[] {
   if (expr.kind === 'literal') {
     const a = parseAddress(expr.text);
     return a ? [{ family: a.family, lo: a.n, hi: a.n }] : [];
@@ -399,7 +442,7 @@ function addressInterval(expr: Expr): AddrInterval[] {
   return [];
 }
 
-function portInterval(expr: Expr): [number, number][] {
+export function portInterval(expr: Expr): [number, number][] {
   const n = (e: Expr): number | undefined => (e.kind === 'literal' && /^\d+$/.test(e.text) ? Number(e.text) : e.kind === 'literal' && e.value?.type === 'integer' ? e.value.n : undefined);
   if (expr.kind === 'range') {
     const lo = n(expr.low);
@@ -410,7 +453,7 @@ function portInterval(expr: Expr): [number, number][] {
   return v !== undefined && v <= 65535 ? [[v, v]] : [];
 }
 
-function protocolNumber(expr: Expr): number[] {
+export function protocolNumber(expr: Expr): number[] {
   if (expr.kind !== 'literal') return [];
   const named = PROTOCOLS[expr.text];
   if (named !== undefined) return [named];

@@ -14,6 +14,7 @@ import type { PacketInput } from '../sim/packet.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { describeChange, isSameRun, isUntouched, runProbe, sideOf, type ChangeLevel, type ProbeRun, type Side, type TestedBits } from './compare-flows.js';
 import { deriveProbes, probeKey, type Probe, type ProbeReport } from './derive-probes.js';
+import { reachFilterOf } from './reach-changes.js';
 import { chainKey, indexRules, ruleText, type RuleIndex } from './rule-keys.js';
 
 export interface DiffOptions {
@@ -49,7 +50,9 @@ export interface DiffResult {
   readonly changedFlows: readonly ChangedFlow[];
   readonly findings: { readonly new: readonly Finding[]; readonly resolved: readonly Finding[] };
   readonly structural: readonly StructuralChange[];
-  readonly probes: ProbeReport & { readonly simulated: number; readonly reused: number; readonly unfit: number };
+  /** `unreached`: probes that cannot meet a change (not simulated); `reused`: simulated on the
+   * BEFORE side only, having touched nothing that changed; `simulated`: on both sides. */
+  readonly probes: ProbeReport & { readonly unreached: number; readonly simulated: number; readonly reused: number; readonly unfit: number };
 }
 
 /** Diffs two snapshots; bad input (parse errors) gives diagnostics and no diff. */
@@ -71,7 +74,8 @@ export function diffSnapshots(before: Snapshot, after: Snapshot, options: DiffOp
 export function diffRulesets(snapshots: readonly [Snapshot, Snapshot], rulesets: readonly [Ruleset, Ruleset], host: Host, options: DiffOptions = {}): DiffResult {
   const indexes = rulesets.map(indexRules) as [RuleIndex, RuleIndex];
   const sides = [sideOf('before', rulesets[0], indexes[0]), sideOf('after', rulesets[1], indexes[1])] as const;
-  const derived = deriveProbes(rulesets, host, { ...(options.maxProbesPerReason !== undefined && { maxPerReason: options.maxProbesPerReason }) });
+  const { chains: changedChains, hooks: changedHooks } = changedParts(indexes, rulesets);
+  const derived = deriveProbes(rulesets, host, { changedChains, ...(options.maxProbesPerReason !== undefined && { maxPerReason: options.maxProbesPerReason }) });
   const probes: Probe[] = [...derived.probes];
   const scenario = options.scenarioPackets ?? [];
   const known = new Set(probes.map((p) => probeKey(p.packet)));
@@ -83,12 +87,18 @@ export function diffRulesets(snapshots: readonly [Snapshot, Snapshot], rulesets:
     scenarioKept++;
   }
   const bits = testedBits(rulesets);
-  const { chains: changedChains, hooks: changedHooks } = changedParts(indexes, rulesets);
+  const mayReachChange = reachFilterOf(rulesets, changedChains, changedHooks);
   const changedFlows: ChangedFlow[] = [];
+  let unreached = 0;
   let simulated = 0;
   let reused = 0;
   let unfit = 0;
   for (const probe of probes) {
+    // Not simulated at all: its way on both sides meets only identical rules (reach-changes.ts).
+    if (!mayReachChange(probe.packet)) {
+      unreached++;
+      continue;
+    }
     const b = runProbe(sides[0], host, probe.packet);
     let a: ProbeRun | undefined;
     if (b && isUntouched(b, changedChains, changedHooks)) {
@@ -117,7 +127,7 @@ export function diffRulesets(snapshots: readonly [Snapshot, Snapshot], rulesets:
     changedFlows,
     findings: diffFindings(rulesets, snapshots, indexes),
     structural: diffStructure(rulesets, indexes),
-    probes: { count: probes.length, byReason, ingress: derived.report.ingress, simulated, reused, unfit },
+    probes: { count: probes.length, byReason, ingress: derived.report.ingress, unreached, simulated, reused, unfit },
   };
 }
 

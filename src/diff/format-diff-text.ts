@@ -25,10 +25,10 @@ export function formatDiffText(diff: DiffResult, options: { readonly probesRepor
   text += `structural changes: ${diff.structural.length}\n`;
   for (const s of diff.structural) text += `  ${s.level} ${s.message}${s.at ? ` (${s.at.file}:${s.at.line})` : ''}\n`;
   const p = diff.probes;
-  text += `probes: ${p.count} (ingress ${p.ingress.join(', ')}; ${p.simulated} simulated on both sides, ${p.reused} untouched by any change${p.unfit > 0 ? `, ${p.unfit} not fitting the host` : ''})\n`;
+  text += `probes: ${p.count} (ingress ${p.ingress.join(', ')}; ${p.unreached} cannot reach a change, ${p.simulated} simulated on both sides, ${p.reused} untouched by any change${p.unfit > 0 ? `, ${p.unfit} not fitting the host` : ''})\n`;
   if (options.probesReport) {
     for (const [reason, n] of Object.entries(p.byReason)) {
-      const capped = n.kept < n.derived ? ` (sampled from ${n.derived})` : '';
+      const capped = n.kept < n.derived ? ` (sampled from ${n.derived}${n.pinned ? `, all ${n.pinned} of changed chains kept` : ''})` : '';
       text += `  ${String(n.kept).padStart(6)} ${reason}${capped}: ${PROBE_REASONS[reason as ProbeReason] ?? ''}\n`;
     }
   }

@@ -1,8 +1,9 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
+import { expectedDiffText } from '../diff/corpus-cases.js';
 
 const ROOT = resolve(import.meta.dirname, '../..');
 const EXAMPLE = join(ROOT, 'corpus/examples/nodeport-masquerade');
@@ -65,5 +66,40 @@ describe('nftsim diff', () => {
     const { code, err } = await diff([bad, AFTER]);
     expect(code).toBe(2);
     expect(err).toMatch(/bad\.nft:\d+:\d+: error/);
+  });
+});
+
+describe('nftsim diff --apply', () => {
+  // corpus/diff/netbird-0.40-apply-nodeport, through the command line.
+  const APPLIED = join(ROOT, 'corpus/diff/netbird-0.40-apply-nodeport');
+  const SNAPSHOT = [join(EXAMPLE, 'kube-proxy.ipt'), join(CASE, 'host.yaml')].join(',');
+  const SET = ['--set', 'wt0=100.64.1.1/16', '--set', 'routes=10.244.0.0/16', '--set', 'inbound-ports=30080'];
+
+  it('reports NodePort traffic from wt0 losing masquerade after netbird@0.40, with both deciding rules, exit 1', async () => {
+    const { code, out, err } = await diff(['--before', SNAPSHOT, '--apply', 'netbird@0.40', ...SET]);
+    expect(err).toBe('');
+    expect(code).toBe(1);
+    expect(out).toMatch(/masquerade lost: \d+ flows? from wt0 to 192\.0\.2\.10 tcp ports? 30080, decided by nat KUBE-POSTROUTING rule at \S*kube-proxy\.ipt:31 \(before\) and mangle POSTROUTING rule at \S*kube-proxy\.ipt:7 \(after\)/);
+    expect(out).toMatch(/\+ netbird@0\.40-0\.59\.11-insert\.nft:2:\d+: error iptables-nft-incompatible/);
+  });
+
+  it('prints with --format json what the corpus case expects (expected-diff.json, paths made relative)', async () => {
+    const { code, out } = await diff(['--before', SNAPSHOT, '--apply', 'netbird@0.40', ...SET, '--format', 'json']);
+    expect(code).toBe(1);
+    const relative = out.replaceAll(`${join(ROOT, 'corpus/examples')}/`, '../../examples/');
+    expect(expectedDiffText(JSON.parse(relative))).toBe(readFileSync(join(APPLIED, 'expected-diff.json'), 'utf8'));
+  });
+
+  it.each([
+    ['a missing parameter', ['--apply', 'netbird@0.40'], /netbird needs address: .*--set address=100\.64\.1\.1\/16/],
+    ['a malformed parameter', ['--apply', 'netbird@0.40', '--set', 'address=300.1.1.1/16'], /address='300\.1\.1\.1\/16' .*--set address=/],
+    ['a --set without =', ['--apply', 'netbird@0.40', '--set', 'wt0'], /--set expects NAME=VALUE, got 'wt0'/],
+    ['an unknown profile', ['--apply', 'nosuch@1'], /no component profile named 'nosuch'/],
+    ['an AFTER snapshot beside --apply', [AFTER, '--apply', 'netbird@0.40', ...SET], /--apply makes the AFTER side/],
+  ])('exits 2 on %s, naming it', async (_name, args, message) => {
+    const { code, out, err } = await diff(['--before', SNAPSHOT, ...args]);
+    expect(code).toBe(2);
+    expect(out).toBe('');
+    expect(err).toMatch(message);
   });
 });

@@ -75,7 +75,7 @@ describe('componentsFromProfiles', () => {
     expect(netbird.tables).toEqual(['netbird']);
     expect(netbird.chainPrefixes).toEqual(['netbird-', 'NETBIRD-']);
     expect(netbird.bits.map((b) => b.mask)).toEqual(expect.arrayContaining([0x7e4, 0x1bd00, 0x1bd01, 0x1bd20, 0x1bd21, 0x1bd22]));
-    const kubeProxy = components.find((c) => c.name === 'kube-proxy-iptables')!;
+    const kubeProxy = components.find((c) => c.name === 'kube-proxy' && c.chainPrefixes.includes('KUBE-'))!;
     expect(kubeProxy).toMatchObject({ chainPrefixes: ['KUBE-'], commentPrefixes: ['kubernetes '], bits: [{ mask: 0x4000, meaning: 'masquerade me' }] });
   });
 });

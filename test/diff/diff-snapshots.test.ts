@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { join, resolve } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { parseRuleset } from '../../src/parser/parse-ruleset.js';
@@ -7,46 +5,40 @@ import { deriveProbes } from '../../src/diff/derive-probes.js';
 import { diffSnapshots, type DiffResult } from '../../src/diff/diff-snapshots.js';
 import { compressRanges } from '../../src/diff/format-diff-text.js';
 import { readHost } from '../../src/sim/host.js';
-import { simulatePacket } from '../../src/sim/simulate-packet.js';
-import { readSnapshot } from '../../src/snapshot/read-snapshot.js';
 import type { Snapshot } from '../../src/snapshot/snapshot.js';
-
-const ROOT = resolve(import.meta.dirname, '../..');
-const CASE = join(ROOT, 'corpus/diff/nodeport-masquerade-lost');
-
-interface CaseFile {
-  readonly before: string[];
-  readonly after: string[];
-  readonly expect: { classes: { contains: string; probe: Record<string, unknown>; decidedBy: { before: { file: string; line: number }; after: { file: string; line: number } } }[] };
-}
-
-function loadCase(dir: string): { spec: CaseFile; before: Snapshot; after: Snapshot } {
-  const spec = JSON.parse(readFileSync(join(dir, 'case.json'), 'utf8')) as CaseFile;
-  const read = (files: string[]): Snapshot => {
-    const result = readSnapshot(files.map((f) => join(dir, f)).join(','));
-    expect(result.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
-    return result.snapshot!;
-  };
-  return { spec, before: read(spec.before), after: read(spec.after) };
-}
+import { loadDiffCase } from './corpus-cases.js';
 
 const HOST = readHost([{ value: { interfaces: [{ name: 'eth0', addresses: ['192.0.2.10/24'] }, { name: 'wt0', addresses: ['100.64.1.1/16'] }], routes: [{ dst: 'default', via: '192.0.2.1', dev: 'eth0' }] }, path: ['host'] }]).host;
 
 describe('deriveProbes', () => {
   it.each([
     ['a NodePort from the interface a rule names', 'table ip t { chain c { type filter hook prerouting priority 0; iifname "wt0" tcp dport 30080 fib daddr type local accept } }', { iif: 'wt0', dst: '192.0.2.10', dport: 30080 }],
-    ['the first address of a matched prefix', 'table ip t { chain c { type filter hook forward priority 0; ip daddr 10.244.0.0/16 accept } }', { dst: '10.244.0.0' }],
-    ['the last address of a matched prefix', 'table ip t { chain c { type filter hook forward priority 0; ip daddr 10.244.0.0/16 accept } }', { dst: '10.244.255.255' }],
+    ['the first host of a matched prefix (not its network address)', 'table ip t { chain c { type filter hook forward priority 0; ip daddr 10.244.0.0/16 accept } }', { dst: '10.244.0.1' }],
+    ['the last host of a matched prefix (not its broadcast address)', 'table ip t { chain c { type filter hook forward priority 0; ip daddr 10.244.0.0/16 accept } }', { dst: '10.244.255.254' }],
     ['one address outside a matched prefix', 'table ip t { chain c { type filter hook forward priority 0; ip daddr 10.244.0.0/16 accept } }', { dst: '10.245.0.0' }],
     ['one port outside a matched range', 'table ip t { chain c { type filter hook input priority 0; tcp dport 30000-30023 accept } }', { dport: 30024 }],
     ['a matched source, arriving where it routes from', 'table ip t { chain c { type filter hook input priority 0; ip saddr 100.64.2.2 drop } }', { iif: 'wt0', src: '100.64.2.2' }],
-    ['a mark a rule tests, sent locally', 'table ip t { chain c { type filter hook output priority 0; meta mark & 0x20 == 0x20 drop } }', { mark: 0x20 }],
+    ['a mark a rule tests and another writes, sent locally', 'table ip t { chain c { type filter hook output priority 0; meta mark & 0x20 == 0x20 drop } chain p { type filter hook prerouting priority 0; iifname "wt0" meta mark set 0x1bd20 } }', { mark: 0x20 }],
     ['a service tuple of a verdict map, and its chain\'s source rule in that context', 'table ip t { map m { type ipv4_addr . inet_proto . inet_service : verdict; elements = { 10.96.0.1 . tcp . 443 : goto svc } } chain svc { ip saddr 10.244.1.5 counter } chain c { type nat hook prerouting priority -100; ip daddr . meta l4proto . th dport vmap @m } }', { dst: '10.96.0.1', dport: 443 }],
   ])('derives %s', (_name, text, wanted) => {
     const { ruleset, diagnostics } = parseRuleset(text, { file: 't.nft' });
     expect(diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
     const { probes } = deriveProbes([ruleset], HOST);
     expect(probes.map((p) => p.packet)).toContainEqual(expect.objectContaining(wanted));
+  });
+
+  it('derives no probe for a mark value no rule writes (no packet of the node carries it)', () => {
+    const { ruleset } = parseRuleset('table ip t { chain c { type nat hook postrouting priority 100; meta mark 0x1bd11 masquerade; meta mark set meta mark & 0xffffbfff } }', { file: 't.nft' });
+    expect(deriveProbes([ruleset], HOST).probes.filter((p) => p.reason === 'mark')).toEqual([]);
+  });
+
+  it('never samples out the probes of a changed chain', () => {
+    const rules = (third: number) => Array.from({ length: 300 }, (_, i) => `ip daddr 10.${third}.${i >> 8}.${i & 255} tcp dport 80 accept`).join('\n');
+    const { ruleset } = parseRuleset(`table ip t { chain c { type filter hook forward priority 0;\n${rules(96)}\n}\nchain d { type filter hook input priority 0;\n${rules(97)}\n} }`, { file: 't.nft' });
+    const { probes, report } = deriveProbes([ruleset], HOST, { maxPerReason: 50, changedChains: new Set(['ip t d']) });
+    const fromD = probes.filter((p) => p.reason === 'rule-match' && p.packet.dst.startsWith('10.97.'));
+    expect(fromD.length).toBeGreaterThanOrEqual(300);
+    expect(report.byReason['rule-match']!.pinned).toBe(fromD.length);
   });
 
   it('stays bounded: a cap per reason, reported as derived and kept', () => {
@@ -67,32 +59,8 @@ describe('compressRanges', () => {
   ])('%j → %s', (values, text) => expect(compressRanges(values)).toBe(text));
 });
 
-describe('corpus/diff cases', () => {
-  const { spec, before, after } = loadCase(CASE);
-  const result = diffSnapshots(before, after);
-  const diff = result.diff!;
-
-  it.each(spec.expect.classes)('reports $contains with both deciding rules', (expected) => {
-    const flows = diff.changedFlows.filter((f) => f.class.includes(expected.contains));
-    expect(flows.map((f) => f.probe)).toContainEqual(expect.objectContaining(expected.probe));
-    const flow = flows.find((f) => Object.entries(expected.probe).every(([k, v]) => (f.probe as unknown as Record<string, unknown>)[k] === v))!;
-    expect(flow.decidedBy.before).toMatchObject({ file: join(CASE, expected.decidedBy.before.file), line: expected.decidedBy.before.line });
-    expect(flow.decidedBy.after).toMatchObject({ file: join(CASE, expected.decidedBy.after.file), line: expected.decidedBy.after.line });
-  });
-
-  it('re-checks every changed flow by simulating it on both sides', () => {
-    const rulesets = [before, after].map((s) => parseRuleset(s.sources).ruleset);
-    const host = before.host;
-    for (const flow of diff.changedFlows) {
-      const [b, a] = rulesets.map((r) => simulatePacket(r, { host, packet: flow.probe }).outcomes);
-      expect(b, JSON.stringify(flow.probe)).toEqual(flow.before.outcomes);
-      expect(a, JSON.stringify(flow.probe)).toEqual(flow.after.outcomes);
-    }
-  });
-});
-
 describe('properties', () => {
-  const { before, after } = loadCase(CASE);
+  const { before, after } = loadDiffCase('nodeport-masquerade-lost');
   const summary = (d: DiffResult) => ({
     flows: d.changedFlows.map((f) => JSON.stringify(f.probe)).sort(),
     newFindings: d.findings.new.map((f) => `${f.rule} ${f.message}`).sort(),

@@ -6,6 +6,7 @@
 
 import type { Rule, Table } from '../../model/ast.js';
 import { iptablesNftChain } from '../../model/iptables-nft-chains.js';
+import { componentsFromProfiles } from '../../components/components-from-profiles.js';
 import type { Ownership } from '../framework/lint-rule.js';
 
 export interface KnownComponent {
@@ -21,7 +22,7 @@ export interface KnownComponent {
   readonly bits: readonly { readonly mask: number; readonly meaning: string }[];
 }
 
-export const KNOWN_COMPONENTS: readonly KnownComponent[] = [
+const FROM_MARKS_TSV: readonly KnownComponent[] = [
   // cloudnativelabs/kube-router pkg/controllers/netpol: 0x10000 matched, 0x20000 accept.
   { name: 'kube-router', chainPrefixes: ['KUBE-ROUTER-', 'KUBE-NWPLCY-', 'KUBE-POD-FW-'], tables: [], bits: [{ mask: 0x30000, meaning: 'network-policy' }] },
   // kubernetes pkg/proxy/iptables/proxier.go (masqueradeBit 14), kubelet KUBE-MARK-DROP (bit 15, before 1.28).
@@ -45,6 +46,35 @@ export const KNOWN_COMPONENTS: readonly KnownComponent[] = [
   { name: 'antrea', chainPrefixes: ['ANTREA-'], tables: ['antrea'], bits: [{ mask: 0xc00000ff, meaning: 'host-local and SNAT' }] },
   { name: 'docker', chainPrefixes: ['DOCKER'], tables: [], bits: [] },
 ];
+
+/** The components of marks.tsv, completed with what the shipped component profiles
+ * (corpus/components, docs/components.md) declare: their owned tables, chain and comment
+ * prefixes, and mark bits not already known. */
+export const KNOWN_COMPONENTS: readonly KnownComponent[] = mergeComponents(FROM_MARKS_TSV, componentsFromProfiles().components);
+
+/** `extra` merged into `base` by name: new names appended, known ones completed with what they
+ * lack (a bit counts as known when a known mask covers it). */
+function mergeComponents(base: readonly KnownComponent[], extra: readonly KnownComponent[]): KnownComponent[] {
+  const out = [...base];
+  const union = (a: readonly string[] = [], b: readonly string[] = []): string[] => [...a, ...b.filter((x) => !a.includes(x))];
+  for (const e of extra) {
+    const i = out.findIndex((c) => c.name === e.name);
+    if (i < 0) {
+      out.push(e);
+      continue;
+    }
+    const known = out[i]!;
+    const comments = union(known.commentPrefixes, e.commentPrefixes);
+    out[i] = {
+      name: known.name,
+      chainPrefixes: union(known.chainPrefixes, e.chainPrefixes),
+      tables: union(known.tables, e.tables),
+      ...(comments.length > 0 && { commentPrefixes: comments }),
+      bits: [...known.bits, ...e.bits.filter((b) => !known.bits.some((k) => (b.mask & ~k.mask) >>> 0 === 0))],
+    };
+  }
+  return out;
+}
 
 /** The component that wrote a chain: declared ownership first, then the known names; undefined
  * when nothing says. */
