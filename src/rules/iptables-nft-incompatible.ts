@@ -2,7 +2,12 @@ import type { Chain, Expr, Relational, Rule, Span, Stmt, Table } from '../model/
 import { formatExpr, formatStmt } from '../model/format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from '../model/iptables-nft-chains.js';
 import {
-  IPTABLES_NFT_CONSUMERS,
+  ARP_FIELDS,
+  ARP_META_KEYS,
+  BRIDGE_META_KEYS,
+  ETHER_OFFSETS,
+  NETWORK_OFFSETS,
+  iptablesNftConsumers,
   iptablesNftReadback,
   PARSED_META_KEYS,
   PARSED_PAYLOAD_FIELDS,
@@ -13,7 +18,9 @@ import type { Fix, LintContext, LintRule, Severity } from './framework/lint-rule
 import { forEachExpr } from './framework/walk-rule.js';
 
 // Programs that share a node's ip/ip6 filter, nat, mangle, raw and security tables read them
-// through iptables-nft, which understands only what iptables-nft itself writes. A native rule
+// through iptables-nft, which understands only what iptables-nft itself writes; the same holds
+// for arptables-nft (`arp filter`) and ebtables-nft (`bridge filter`, `bridge nat`, from 1.8.10
+// `bridge broute`), which share iptables' nf_tables code and its gates. A native rule
 // another program adds there (the Netbird wt0 incident) breaks them at one of three gates
 // (../shared/research/iptables-nft-compat.md): the whole table becomes unreadable, the rule
 // parser aborts (exit 3), or the rule is read back as a different, usually broader, rule.
@@ -33,6 +40,15 @@ interface Problem {
   readonly span: Span;
 }
 
+/** The tool that manages each family, its command, its chain listing and its check option
+ * (ebtables has no -S and takes the check as --check). */
+const TOOLS: Readonly<Record<string, { readonly tool: string; readonly cmd: string; readonly show: string; readonly checkFlag: string }>> = {
+  ip: { tool: 'iptables-nft', cmd: 'iptables', show: '-S', checkFlag: '-C' },
+  ip6: { tool: 'ip6tables-nft', cmd: 'ip6tables', show: '-S', checkFlag: '-C' },
+  arp: { tool: 'arptables-nft', cmd: 'arptables', show: '-S', checkFlag: '-C' },
+  bridge: { tool: 'ebtables-nft', cmd: 'ebtables', show: '-L', checkFlag: '--check' },
+};
+
 const RANK: Readonly<Record<Outcome, number>> = { 'table-unreadable': 0, 'fatal-parse': 1, crash: 2, unrestorable: 3, lossy: 4 };
 
 export const iptablesNftIncompatible: LintRule = {
@@ -43,33 +59,24 @@ export const iptablesNftIncompatible: LintRule = {
     docs: 'docs/rules/iptables-nft-incompatible.md',
     messages: {
       'table-unreadable':
-        "{{construct}} in {{where}} is outside what iptables-nft {{version}} can read: iptables-nft-save prints \"# Table `{{table}}' is incompatible, use 'nft' tool.\" and skips the table, `iptables -L` and `-S {{chain}}` fail{{check}}; " +
-        IPTABLES_NFT_CONSUMERS +
-        ' cannot list or save it',
+        "{{construct}} in {{where}} is outside what {{tool}} {{version}} can read: {{tool}}-save prints \"# Table `{{table}}' is incompatible, use 'nft' tool.\" and skips the table, `{{cmd}} -L` and `{{show}} {{chain}}` fail{{check}}; {{consumers}} cannot list or save it",
       'fatal-parse':
-        'iptables-nft {{version}} cannot parse {{construct}} in {{where}} ("Error: {{detail}}", "Parsing nftables rule failed", exit 3): save, `-L`, `-S`, and `-C`/`-D` on {{chain}} fail; kube-proxy and kube-router jump checks (`iptables -C {{chain}} … -j KUBE-…`) fail every sync while this rule comes before their jump, and ' +
-        'Docker, Calico and firewalld cannot save the table',
+        '{{tool}} {{version}} cannot parse {{construct}} in {{where}} ("Error: {{detail}}", "Parsing nftables rule failed", exit 3): save, `-L`, `{{show}}`, and `{{checkOption}}`/`-D` on {{chain}} fail; {{impact}}',
       crash:
-        'iptables-nft {{version}} crashes printing {{construct}} in {{where}} (segmentation fault, exit 139): iptables-nft-save and `iptables -S {{chain}}` fail, so ' +
-        IPTABLES_NFT_CONSUMERS +
-        ' cannot save or list the table',
+        '{{tool}} {{version}} crashes on {{construct}} in {{where}} ({{detail}}): {{tool}}-save and `{{cmd}} {{show}} {{chain}}` fail, so {{consumers}} cannot save or list the table',
       unrestorable:
-        'iptables-nft {{version}} reads this rule in {{where}} with {{detail}}, which iptables-restore rejects: restoring a save of the table (' +
-        IPTABLES_NFT_CONSUMERS +
-        ') fails',
+        '{{tool}} {{version}} reads this rule in {{where}} with {{detail}}, which {{cmd}}-restore rejects: restoring a save of the table ({{consumers}}) fails',
       lossy:
-        'iptables-nft {{version}} reads this rule in {{where}} without {{construct}} ({{detail}}): iptables-save shows, and a save/restore round trip (' +
-        IPTABLES_NFT_CONSUMERS +
-        ') writes back, a different rule',
+        '{{tool}} {{version}} reads this rule in {{where}} without {{construct}} ({{detail}}): {{cmd}}-save shows, and a save/restore round trip ({{consumers}}) writes back, a different rule',
       'base-chain': 'base chain {{chain}} ({{spec}}) is not a built-in chain of iptables-nft table {{table}}: {{effect}}',
       'origin-unknown':
-        '{{construct}} in {{where}} would break iptables-nft {{version}} if a program added it with nft, but this listing cannot tell whether iptables-nft wrote it itself (it prints its own xt matches as native nft); give `nft -j list ruleset` or the iptables-save dump to tell',
+        '{{construct}} in {{where}} would break {{tool}} {{version}} if a program added it with nft, but this listing cannot tell whether iptables-nft wrote it itself (it prints its own xt matches as native nft); give `nft -j list ruleset` or the iptables-save dump to tell',
       'same-origin-unknown': 'and {{construct}} here, origin unknown as well',
     },
   },
   check(context) {
     const facts = iptablesNftReadback(context.iptablesVersion);
-    const managed = context.ruleset.tables.filter((t) => (t.family === 'ip' || t.family === 'ip6') && isIptablesNftTable(t.name));
+    const managed = context.ruleset.tables.filter((t) => isIptablesNftTable(t.name, t.family) && (t.family !== 'bridge' || t.name !== 'broute' || facts.bridgeBroute));
     for (const table of managed) {
       checkBaseChains(context, table, facts);
       checkRules(context, table, facts, managed);
@@ -81,14 +88,14 @@ function checkBaseChains(context: LintContext, table: Table, facts: IptablesNftR
   for (const chain of table.chains) {
     const base = chain.base;
     if (base === undefined) continue;
-    const builtin = iptablesNftChain(table.name, chain.name);
+    const builtin = iptablesNftChain(table.name, chain.name, table.family);
     if (builtin && builtin.type === base.type && builtin.hook === base.hook && builtin.priority === base.priority.value) continue;
     const spec = `type ${base.type} hook ${base.hook} priority ${base.priority.value ?? base.priority.name ?? base.priority.offset}`;
     const effect = builtin
-      ? `iptables-nft expects type ${builtin.type} hook ${builtin.hook} priority ${builtin.priority} and cannot add rules to it ("CHAIN_ADD failed (Operation not supported)")`
+      ? `${TOOLS[table.family]?.tool ?? 'iptables-nft'} expects type ${builtin.type} hook ${builtin.hook} priority ${builtin.priority} and cannot add rules to it ("CHAIN_ADD failed (Operation not supported)")`
       : facts.hidesBaseChains
-        ? `iptables-nft ${context.iptablesVersion} hides it ("# Table \`${table.name}' contains incompatible base-chains"), and a flushing iptables-restore of the table deletes it`
-        : `iptables-nft ${context.iptablesVersion} reports the whole table as incompatible`;
+        ? `${TOOLS[table.family]?.tool ?? 'iptables-nft'} ${context.iptablesVersion} hides it ("# Table \`${table.name}' contains incompatible base-chains"), and a flushing iptables-restore of the table deletes it`
+        : `${TOOLS[table.family]?.tool ?? 'iptables-nft'} ${context.iptablesVersion} reports the whole table as incompatible`;
     context.report({
       messageId: 'base-chain',
       data: { chain: chain.name, spec, table: `${table.family} ${table.name}`, effect },
@@ -124,8 +131,11 @@ function isListingTelling(table: Table): boolean {
   );
 }
 
-function originOf(rule: Rule, telling: boolean): Origin {
+function originOf(rule: Rule, telling: boolean, family: string): Origin {
   if (hasIptablesSignal(rule)) return 'iptables';
+  // arptables-nft starts every rule it writes with `arp htype 1 arp hlen 6 arp plen 4`
+  // (nft-arp.c v1.8.9 nft_arp_add, measured: `arptables-nft -A INPUT -j ACCEPT`).
+  if (family === 'arp' && !hasArpMatch(rule, 'hlen')) return 'native';
   // iptables-nft adds a counter to every rule it writes (nft.c add_counters).
   if (telling || !rule.stmts.some((s) => s.kind === 'counter')) return 'native';
   return 'unknown';
@@ -133,6 +143,8 @@ function originOf(rule: Rule, telling: boolean): Origin {
 
 function checkRules(context: LintContext, table: Table, facts: IptablesNftReadback, managed: readonly Table[]): void {
   const telling = isListingTelling(table);
+  const tool = TOOLS[table.family] ?? TOOLS.ip!;
+  const consumers = iptablesNftConsumers(table.family);
   const where = (chain: Chain) => `${table.family} ${table.name} ${chain.name}`;
   const unknown: { problem: Problem; chain: Chain }[] = [];
   for (const chain of table.chains) {
@@ -140,7 +152,7 @@ function checkRules(context: LintContext, table: Table, facts: IptablesNftReadba
       const problems = problemsOf(rule, table, chain, facts);
       const problem = worstOf(problems);
       if (problem === undefined) continue;
-      const origin = originOf(rule, telling);
+      const origin = originOf(rule, telling, table.family);
       if (origin === 'iptables') continue;
       if (origin === 'unknown') {
         if (problem.outcome !== 'lossy') unknown.push({ problem, chain });
@@ -149,13 +161,29 @@ function checkRules(context: LintContext, table: Table, facts: IptablesNftReadba
       // -C and -D skip gate 1 but run the rule parser on every rule before the one they look for.
       const check =
         problem.outcome === 'table-unreadable' && facts.fatalParse && (isFirstMatchSkipped(rule) || problems.some((p) => p.outcome === 'fatal-parse'))
-          ? `, and \`iptables -C\`/\`-D\` on ${chain.name} exit 3 (${isFirstMatchSkipped(rule) ? '"cmp sreg undef"' : 'a parse error'}) when they reach it`
+          ? `, and \`${tool.cmd} ${tool.checkFlag}\`/\`-D\` on ${chain.name} exit 3 (${isFirstMatchSkipped(rule) ? '"cmp sreg undef"' : 'a parse error'}) when they reach it`
           : '';
+      const impact =
+        tool.cmd === 'iptables'
+          ? `kube-proxy and kube-router jump checks (\`iptables -C ${chain.name} … -j KUBE-…\`) fail every sync while this rule comes before their jump, and Docker, Calico and firewalld cannot save the table`
+          : `${consumers} cannot save or list the table`;
       const fix = fixFor(rule, table, chain, managed);
       const severity: Severity | undefined = problem.outcome === 'lossy' && problem.broadens !== true ? 'warning' : undefined;
       context.report({
         messageId: problem.outcome,
-        data: { construct: problem.construct, detail: problem.detail, where: where(chain), table: table.name, chain: chain.name, version: context.iptablesVersion, check },
+        data: {
+          construct: problem.construct,
+          detail: problem.detail,
+          where: where(chain),
+          table: table.name,
+          chain: chain.name,
+          version: context.iptablesVersion,
+          check,
+          impact,
+          consumers,
+          ...tool,
+          checkOption: `${tool.cmd} ${tool.checkFlag}`,
+        },
         span: problem.span,
         ...(fix && { fix }),
         ...(severity && { severity }),
@@ -167,7 +195,7 @@ function checkRules(context: LintContext, table: Table, facts: IptablesNftReadba
   if (first === undefined) return;
   context.report({
     messageId: 'origin-unknown',
-    data: { construct: first.problem.construct, where: where(first.chain), version: context.iptablesVersion },
+    data: { construct: first.problem.construct, where: where(first.chain), version: context.iptablesVersion, tool: tool.tool },
     span: first.problem.span,
     related: rest.map(({ problem }) => ({ messageId: 'same-origin-unknown', data: { construct: problem.construct }, span: problem.span })),
     severity: 'info',
@@ -180,8 +208,8 @@ function fixFor(rule: Rule, table: Table, chain: Chain, managed: readonly Table[
   if (rule.handle === undefined) return undefined;
   const text = ruleText(rule);
   const commands = [`nft delete rule ${table.family} ${table.name} ${chain.name} handle ${rule.handle}`];
-  const twinFamily = table.family === 'ip' ? 'ip6' : 'ip';
-  const twin = managed.find((t) => t.family === twinFamily && t.name === table.name)?.chains.find((c) => c.name === chain.name);
+  const twinFamily = table.family === 'ip' ? 'ip6' : table.family === 'ip6' ? 'ip' : undefined;
+  const twin = twinFamily && managed.find((t) => t.family === twinFamily && t.name === table.name)?.chains.find((c) => c.name === chain.name);
   for (const other of twin?.rules ?? []) {
     if (other.handle !== undefined && ruleText(other) === text) commands.push(`nft delete rule ${twinFamily} ${table.name} ${chain.name} handle ${other.handle}`);
   }
@@ -220,7 +248,11 @@ function problemsOf(rule: Rule, table: Table, chain: Chain, facts: IptablesNftRe
   const add = (problem: Problem): void => void problems.push(problem);
   const hasVerdict = rule.stmts.some((s) => s.kind === 'verdict' || s.kind === 'vmap');
   const hasIcmpType = rule.stmts.some((s) => s.kind === 'match' && s.expr.left.kind === 'payload' && s.expr.left.field === 'type' && (s.expr.left.protocol === 'icmp' || s.expr.left.protocol === 'icmpv6'));
-  for (const stmt of rule.stmts) checkStmt(stmt, table.family, hasVerdict, hasIcmpType, facts, add);
+  const family = table.family;
+  for (const [i, stmt] of rule.stmts.entries()) {
+    if (family === 'arp' || family === 'bridge') checkLinkLayerStmt(stmt, family, rule.stmts.slice(0, i), add);
+    checkStmt(stmt, family, hasVerdict, hasIcmpType, facts, add);
+  }
   if (problems.every((p) => RANK[p.outcome] > RANK.unrestorable)) checkRestorable(rule, table, chain, add);
   return problems;
 }
@@ -233,9 +265,18 @@ const NO_IN_INTERFACE = new Set(['OUTPUT', 'POSTROUTING']);
 const NO_OUT_INTERFACE = new Set(['PREROUTING', 'INPUT']);
 
 function checkRestorable(rule: Rule, table: Table, chain: Chain, add: (p: Problem) => void): void {
+  // arptables-nft prints a rule without an `arp hlen` match as `--h-length 0/0`, which
+  // arptables-restore refuses; without `arp plen` it restores `arp plen 4` (nft-arp.c v1.8.9
+  // nft_arp_save_rule / nft_arp_add, measured with the real tool).
+  if (table.family === 'arp') {
+    const span = rule.stmts[0]?.span ?? rule.span;
+    if (!hasArpMatch(rule, 'hlen')) return add({ outcome: 'unrestorable', construct: 'an `arp hlen` match', detail: '`--h-length 0/0`', span });
+    if (!hasArpMatch(rule, 'plen')) return add({ outcome: 'lossy', construct: 'an `arp plen` match', detail: 'a round trip adds `arp plen 4`', broadens: false, span });
+    return;
+  }
   for (const stmt of rule.stmts) {
     if (stmt.kind === 'verdict' && stmt.verdict === 'drop' && table.name === 'nat') {
-      add({ outcome: 'unrestorable', construct: '`drop`', detail: '`-j DROP` (\'The "nat" table is not intended for filtering\')', span: stmt.span });
+      if (table.family === 'ip' || table.family === 'ip6') add({ outcome: 'unrestorable', construct: '`drop`', detail: '`-j DROP` (\'The "nat" table is not intended for filtering\')', span: stmt.span });
     }
     if (stmt.kind !== 'match' || isLookup(stmt.expr) || stmt.expr.left.kind !== 'meta') continue;
     const key = stmt.expr.left.key;
@@ -270,7 +311,8 @@ function checkStmt(stmt: Stmt, family: string, hasVerdict: boolean, hasIcmpType:
     case 'vmap':
       return add({ outcome: 'lossy', construct: 'its verdict map', detail: 'the rule is read without a verdict', broadens: false, span: stmt.span });
     case 'verdict':
-      if (stmt.verdict === 'continue') add({ outcome: 'lossy', construct: '`continue`', detail: 'the rule is read without a verdict', broadens: false, span: stmt.span });
+      // ebtables has a CONTINUE target (nft-bridge.c reads the verdict as `-j CONTINUE`).
+      if (stmt.verdict === 'continue' && family !== 'bridge') add({ outcome: 'lossy', construct: '`continue`', detail: 'the rule is read without a verdict', broadens: false, span: stmt.span });
       return;
     case 'log':
       if (stmt.group === undefined) return unreadable('`log` without `group`');
@@ -346,11 +388,15 @@ function checkMatch(rel: Relational, family: string, hasIcmpType: boolean, facts
     if ((ordered || rel.right.kind === 'range') && !['iifname', 'oifname', 'l4proto', 'pkttype', 'nfproto', 'protocol'].includes(left.key)) {
       add({ outcome: 'table-unreadable', construct: `${construct} (byteorder)`, detail: '', span: rel.span });
     }
+    // arptables-nft and ebtables-nft read matches with their own parsers (checkLinkLayerMatch).
+    if (family === 'arp' || family === 'bridge') return;
     // nft leaves out `meta protocol ip` / `meta nfproto ipv4` in an ip table (always true).
     if ((left.key === 'protocol' || left.key === 'nfproto') && rel.op === 'implicit' && rel.right.kind === 'literal' && isOwnFamily(rel.right.text, family)) return;
     const gate = PARSED_META_KEYS[left.key];
     if (gate === undefined) add(unparsed(facts, construct, `unknown ${family === 'ip6' ? 'ipv6' : 'ipv4'} meta key`, rel.span));
     else if (!has(gate)) add({ outcome: 'lossy', construct, detail: 'the parser drops it', broadens: true, span: rel.span });
+  } else if (family === 'arp' || family === 'bridge') {
+    return;
   } else if (left.kind === 'payload') {
     const fields = PARSED_PAYLOAD_FIELDS[left.protocol];
     const isNetwork = left.protocol === 'ip' || left.protocol === 'ip6';
@@ -372,7 +418,7 @@ function checkMatch(rel: Relational, family: string, hasIcmpType: boolean, facts
         if (family === 'ip6') add(unparsed(facts, construct, 'icmp6 code with any type match not supported', rel.span));
         else add({ outcome: 'lossy', construct, detail: 'it reads as `--icmp-type any`', broadens: true, span: rel.span });
       } else if (left.protocol === 'tcp' && left.field === 'flags' && rel.op === '!=' && rel.left.kind === 'payload' && facts.tcpFlagsNeqCrash) {
-        add({ outcome: 'crash', construct, detail: '', span: rel.span });
+        add({ outcome: 'crash', construct, detail: 'segmentation fault printing it, exit 139', span: rel.span });
       }
     }
     if (rel.right.kind === 'range') {
@@ -395,4 +441,87 @@ function checkMatch(rel: Relational, family: string, hasIcmpType: boolean, facts
 
 function isOwnFamily(value: string, family: string): boolean {
   return family === 'ip' ? value === 'ip' || value === 'ipv4' : value === 'ip6' || value === 'ipv6';
+}
+
+// arptables-nft and ebtables-nft: gate 1 is iptables' (nft_is_expr_compatible runs for every
+// family), the rule parser is their own (nft-arp.c, nft-bridge.c v1.8.9; facts in
+// facts/iptables-nft-readback.ts). `before`: the statements ahead of `stmt` in the rule.
+function checkLinkLayerStmt(stmt: Stmt, family: 'arp' | 'bridge', before: readonly Stmt[], add: (p: Problem) => void): void {
+  if (stmt.kind === 'limit' && family === 'arp' && !stmt.over && stmt.unit === 'packets') {
+    // nft_parse_limit (nft-shared.c v1.8.9 l.1188-1229) knows ip, ip6 and bridge only.
+    add({ outcome: 'crash', construct: '`limit`', detail: '"BUG: nft_parse_limit() unknown family 3", exit 1', span: stmt.span });
+  }
+  // A verdict map is a lookup too; arptables-nft drops it (checkStmt says so), ebtables-nft
+  // analyses its key like a set's.
+  if (stmt.kind === 'vmap' && family === 'bridge') {
+    const key = stmt.key.kind === 'concat' ? stmt.key : innermost(stmt.key);
+    const error = key.kind === 'meta' ? 'lookup reg is not payload type' : isAmongKey(key) ? undefined : 'unsupported lookup key length';
+    if (error) add({ outcome: 'fatal-parse', construct: `\`${formatStmt(stmt)}\``, detail: error, span: stmt.span });
+    return;
+  }
+  if (stmt.kind !== 'match') return;
+  const rel = stmt.expr;
+  const left = rel.left.kind === 'concat' ? rel.left : innermost(rel.left);
+  const construct = `\`${formatExpr(rel)}\``;
+  const fatal = (error: string): void => add({ outcome: 'fatal-parse', construct, detail: error, span: rel.span });
+  if (isLookup(rel)) {
+    if (family === 'arp') return add({ outcome: 'lossy', construct: `the set lookup ${construct}`, detail: 'arptables-nft has no set parser, so the rule matches more', broadens: true, span: rel.span });
+    // nft-bridge.c v1.8.9 lookup_analyze_payloads (l.334-410): only ether addresses, alone or
+    // with an IPv4 address (the among match), are read.
+    if (left.kind === 'meta') return fatal('lookup reg is not payload type');
+    if (!isAmongKey(left)) fatal('unsupported lookup key length');
+    return;
+  }
+  if (rel.right.kind === 'range' && rel.op === '!=') return fatal('range with unknown payload base');
+  if (left.kind === 'meta') {
+    if (family === 'arp') {
+      const known = ARP_META_KEYS[left.key];
+      if (known === undefined) fatal('Unknown arp meta key');
+      else if (known === 'dropped') add({ outcome: 'lossy', construct, detail: 'arptables-nft parses it but never prints it', broadens: true, span: rel.span });
+      return;
+    }
+    const known = BRIDGE_META_KEYS[left.key];
+    if (known === undefined) fatal('unknown meta key');
+    else if (known === 'ignored') add({ outcome: 'lossy', construct, detail: 'ebtables-nft skips it', broadens: true, span: rel.span });
+    else if (known === 'crash') add({ outcome: 'crash', construct, detail: 'segmentation fault in the rule parser, exit 139, `--check` too', span: rel.span });
+    else if (known !== 'read') fatal(known);
+    return;
+  }
+  if (left.kind !== 'payload') return;
+  if (family === 'arp') {
+    // nft adds `meta iiftype ether` before an ether match in the arp family.
+    if (left.protocol === 'ether') return fatal('Unknown arp meta key');
+    const field = left.protocol === 'arp' ? ARP_FIELDS[left.field] : undefined;
+    if (field === undefined) return fatal('unknown payload offset');
+    if (field === 'plen' && !(rel.op !== '!=' && rel.right.kind === 'literal' && Number(rel.right.text) === 4)) return fatal('unexpected ARP protocol length match');
+    if (field === 'after-hlen' && !before.some((s) => s.kind === 'match' && isArpMatch(s.expr, 'hlen'))) return fatal('unknown payload offset');
+    if (rel.right.kind === 'range') add({ outcome: 'lossy', construct, detail: 'an address range keeps only its upper bound', broadens: false, span: rel.span });
+    return;
+  }
+  if (left.protocol === 'ether') {
+    if (!['saddr', 'daddr', 'type'].includes(left.field)) fatal('unknown payload offset');
+    return;
+  }
+  const offset = NETWORK_OFFSETS[left.protocol]?.[left.field];
+  // A transport match brings nft's `meta l4proto` dependency, which ebtables cannot read.
+  if (offset === undefined) return fatal(left.protocol === 'vlan' || NETWORK_OFFSETS[left.protocol] ? 'unknown payload offset' : 'unknown meta key');
+  const misread = ETHER_OFFSETS[offset];
+  if (misread === undefined) return fatal('unknown payload offset');
+  add({ outcome: 'lossy', construct, detail: `ebtables-nft reads it as ${misread}`, broadens: false, span: rel.span });
+}
+
+function isAmongKey(left: Expr): boolean {
+  const isEtherAddr = (e: Expr) => e.kind === 'payload' && e.protocol === 'ether' && (e.field === 'saddr' || e.field === 'daddr');
+  if (left.kind !== 'concat') return isEtherAddr(left);
+  const [mac, ip] = left.parts;
+  return left.parts.length === 2 && mac !== undefined && isEtherAddr(mac) && ip?.kind === 'payload' && ip.protocol === 'ip' && (ip.field === 'saddr' || ip.field === 'daddr');
+}
+
+function isArpMatch(rel: Relational, field: string): boolean {
+  const left = innermost(rel.left);
+  return left.kind === 'payload' && left.protocol === 'arp' && left.field === field && rel.op !== '!=' && !isLookup(rel);
+}
+
+function hasArpMatch(rule: Rule, field: string): boolean {
+  return rule.stmts.some((s) => s.kind === 'match' && isArpMatch(s.expr, field));
 }

@@ -10,8 +10,17 @@ import { lintCode, testRule } from './rule-tester.js';
 const forward = (...rules: string[]): string =>
   `table ip filter {\n\tchain FORWARD {\n\t\ttype filter hook forward priority filter; policy accept;\n${rules.map((r) => `\t\t${r}\n`).join('')}\t}\n}\n`;
 
+// arptables-nft's INPUT and ebtables-nft's FORWARD, as those tools create them.
+const arpInput = (...rules: string[]): string =>
+  `table arp filter {\n\tchain INPUT {\n\t\ttype filter hook input priority filter; policy accept;\n${rules.map((r) => `\t\t${r}\n`).join('')}\t}\n}\n`;
+const bridgeForward = (...rules: string[]): string =>
+  `table bridge filter {\n\tchain FORWARD {\n\t\ttype filter hook forward priority filter; policy accept;\n${rules.map((r) => `\t\t${r}\n`).join('')}\t}\n}\n`;
+
 testRule(iptablesNftIncompatible, {
   valid: [
+    { name: 'arptables-nft reads a rule shaped like its own', code: arpInput('arp htype 1 arp hlen 6 arp plen 4 arp saddr ip 10.0.0.1 arp operation request accept') },
+    { name: 'ebtables-nft reads ether matches, among sets, limit and continue', code: bridgeForward('ether saddr 00:11:22:33:44:55 ether type arp accept', 'ether saddr { 00:11:22:33:44:55, 00:11:22:33:44:66 } drop', 'limit rate 10/second accept', 'iifname "eth0" continue') },
+    { name: 'bridge broute before 1.8.10 (no such ebtables-nft table)', code: 'table bridge broute {\n\tchain BROUTING {\n\t\ttype filter hook prerouting priority 0;\n\t\tct state new accept\n\t}\n}\n' },
     { name: 'a native rule iptables-nft reads faithfully', code: forward('iifname "wt0" accept', 'tcp dport 22 ip saddr 10.0.0.0/8 accept', 'meta mark & 0x4000 == 0x4000 accept') },
     { name: 'ct in a table iptables-nft does not look at', code: 'table ip netbird {\n\tchain FORWARD {\n\t\ttype filter hook forward priority filter;\n\t\tct state established accept\n\t}\n}\n' },
     { name: 'ct in an inet table named filter', code: 'table inet filter {\n\tchain forward {\n\t\ttype filter hook forward priority 10;\n\t\tct state established accept\n\t}\n}\n' },
@@ -135,6 +144,47 @@ testRule(iptablesNftIncompatible, {
         { messageId: 'base-chain', line: 2, column: 2, message: 'cannot add rules' },
         { messageId: 'base-chain', line: 5, column: 2, message: 'hides it' },
       ],
+    },
+    {
+      name: 'arptables-nft: no `arp hlen` is unrestorable, an address without it a fatal parse, limit aborts',
+      code: arpInput('arp operation request accept', 'arp saddr ip 10.0.0.1 accept', 'arp htype 1 arp hlen 6 arp plen 4 limit rate 10/second accept', 'meta skuid 0 accept'),
+      errors: [
+        { messageId: 'unrestorable', line: 4, column: 3, message: '--h-length 0/0' },
+        { messageId: 'fatal-parse', line: 5, column: 3, message: 'unknown payload offset' },
+        { messageId: 'crash', line: 6, column: 43, message: 'nft_parse_limit' },
+        { messageId: 'fatal-parse', line: 7, column: 3, message: 'Unknown arp meta key' },
+      ],
+    },
+    {
+      name: 'ebtables-nft: unknown meta keys, iif crashes, network fields misread, non-ether sets',
+      code: bridgeForward('meta mark 0x1 accept', 'iif "lo" accept', 'ip saddr 10.0.0.1 accept', 'iifname { "a", "b" } accept', 'ether type { ip, arp } accept', 'log prefix "x" accept'),
+      errors: [
+        { messageId: 'fatal-parse', line: 4, column: 3, message: 'unknown bridge meta key' },
+        { messageId: 'crash', line: 5, column: 3, message: 'ebtables-nft 1.8.9 crashes' },
+        { messageId: 'lossy', line: 6, column: 3, message: 'ether type' },
+        { messageId: 'fatal-parse', line: 7, column: 3, message: 'lookup reg is not payload type' },
+        { messageId: 'fatal-parse', line: 8, column: 3, message: 'unsupported lookup key length' },
+        { messageId: 'table-unreadable', line: 9, column: 3, message: "libvirt's nwfilter" },
+      ],
+    },
+    {
+      name: 'ebtables-nft: -i in OUTPUT cannot be restored',
+      code: 'table bridge filter {\n\tchain OUTPUT {\n\t\ttype filter hook output priority filter; policy accept;\n\t\tiifname "eth0" accept\n\t}\n}\n',
+      errors: [{ messageId: 'unrestorable', line: 4, column: 3, message: 'ebtables-restore' }],
+    },
+    {
+      name: 'bridge broute is an ebtables-nft table from 1.8.10',
+      code: 'table bridge broute {\n\tchain BROUTING {\n\t\ttype filter hook prerouting priority 0;\n\t\tlog prefix "x"\n\t}\n}\n',
+      options: { iptablesVersion: '1.8.10' },
+      errors: [
+        { messageId: 'base-chain', line: 2, column: 2, message: 'cannot add rules' },
+        { messageId: 'table-unreadable', line: 4, column: 3 },
+      ],
+    },
+    {
+      name: 'a bridge base chain at the ip filter priority',
+      code: 'table bridge filter {\n\tchain FORWARD {\n\t\ttype filter hook forward priority 0; policy accept;\n\t}\n}\n',
+      errors: [{ messageId: 'base-chain', line: 2, column: 2, message: 'ebtables-nft expects type filter hook forward priority -200' }],
     },
     {
       name: 'a listing that cannot tell who wrote a counted ct rule',

@@ -35,16 +35,18 @@ export interface IptablesNftReadback {
    * `-S` (segfault, exit 139): measured with 1.8.9 here; 1.8.10 too, gone in 1.8.11 (research
    * section 4, replayed with upstream builds). */
   readonly tcpFlagsNeqCrash: boolean;
+  /** ebtables-nft has a `broute` table (BROUTING): 1.8.10, 73611d55 (nft.c xtables_bridge). */
+  readonly bridgeBroute: boolean;
 }
 
 /** Versions in ascending order; a version reads with the facts of the last row at or below it. */
 const READBACK: readonly (readonly [version: string, facts: IptablesNftReadback])[] = [
-  ['1.8.4', { range: false, logGroup: false, bitwiseMaskXorOnly: false, hidesBaseChains: false, fatalParse: false, metaMarkSetConst: false, portsAndMark: false, icmpTtlPkttype: false, ip6NexthdrBug: false, tcpFlagsNeqCrash: false }],
-  ['1.8.8', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: false, metaMarkSetConst: false, portsAndMark: true, icmpTtlPkttype: false, ip6NexthdrBug: false, tcpFlagsNeqCrash: false }],
-  ['1.8.9', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: false, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: true }],
-  ['1.8.10', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: true }],
-  ['1.8.11', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: false }],
-  ['1.8.12', { range: true, logGroup: true, bitwiseMaskXorOnly: true, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: false }],
+  ['1.8.4', { range: false, logGroup: false, bitwiseMaskXorOnly: false, hidesBaseChains: false, fatalParse: false, metaMarkSetConst: false, portsAndMark: false, icmpTtlPkttype: false, ip6NexthdrBug: false, tcpFlagsNeqCrash: false, bridgeBroute: false }],
+  ['1.8.8', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: false, metaMarkSetConst: false, portsAndMark: true, icmpTtlPkttype: false, ip6NexthdrBug: false, tcpFlagsNeqCrash: false, bridgeBroute: false }],
+  ['1.8.9', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: false, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: true, bridgeBroute: false }],
+  ['1.8.10', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: true, bridgeBroute: true }],
+  ['1.8.11', { range: true, logGroup: true, bitwiseMaskXorOnly: false, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: false, bridgeBroute: true }],
+  ['1.8.12', { range: true, logGroup: true, bitwiseMaskXorOnly: true, hidesBaseChains: true, fatalParse: true, metaMarkSetConst: true, portsAndMark: true, icmpTtlPkttype: true, ip6NexthdrBug: true, tcpFlagsNeqCrash: false, bridgeBroute: true }],
 ];
 
 function versionParts(version: string): number[] | undefined {
@@ -109,3 +111,75 @@ export const PARSED_PAYLOAD_FIELDS: Readonly<Record<string, Readonly<Record<stri
 
 /** The programs that read these tables through iptables-nft, named in findings. */
 export const IPTABLES_NFT_CONSUMERS = 'kube-proxy (iptables mode), Docker, Calico, firewalld and kube-router';
+
+// arptables-nft and ebtables-nft (iptables 1.8.9; facts measured against the installed 1.8.9 by
+// the real-tool matrix, L2_CONSTRUCTS). Other versions: the arp and bridge parsers moved to
+// nft-ruleparse-arp.c / nft-ruleparse-bridge.c in 1.8.10 without changing these cases, and
+// 1.8.10 added the bridge `broute` table (73611d55); the rule applies the 1.8.9 facts otherwise.
+
+/** Fields of the arp header nft-arp.c v1.8.9 nft_arp_parse_payload (l.209-296) reads; the
+ * address fields sit at offsets that depend on the hardware length, which it knows only from an
+ * `arp hlen` match earlier in the rule (arptables-nft writes `arp htype 1 arp hlen 6 arp plen 4`
+ * before every rule): without it `arp saddr ip`, `arp daddr ether` and `arp daddr ip` fail with
+ * "unknown payload offset". */
+export const ARP_FIELDS: Readonly<Record<string, 'plain' | 'after-hlen' | 'plen'>> = {
+  htype: 'plain',
+  ptype: 'plain',
+  hlen: 'plain',
+  operation: 'plain',
+  plen: 'plen',
+  'saddr ether': 'plain',
+  'saddr ip': 'after-hlen',
+  'daddr ether': 'after-hlen',
+  'daddr ip': 'after-hlen',
+};
+
+/** Byte offsets of network-header fields (linux/if_arp.h, ip.h, ipv6.h). nft-bridge.c v1.8.9
+ * nft_bridge_parse_payload (l.237-295) ignores the payload base: a network-header field at 0,
+ * 6 or 12 is read as the ethernet destination, source or type (`ip saddr 10.0.0.1` reads as
+ * `-p 0xa00`); any other offset fails with "unknown payload offset". */
+export const NETWORK_OFFSETS: Readonly<Record<string, Readonly<Record<string, number>>>> = {
+  ip: { version: 0, hdrlength: 0, dscp: 1, ecn: 1, length: 2, id: 4, 'frag-off': 6, ttl: 8, protocol: 9, checksum: 10, saddr: 12, daddr: 16 },
+  ip6: { version: 0, dscp: 0, ecn: 1, flowlabel: 1, length: 4, nexthdr: 6, hoplimit: 7, saddr: 8, daddr: 24 },
+  arp: { htype: 0, ptype: 2, hlen: 4, plen: 5, operation: 6, 'saddr ether': 8, 'saddr ip': 14, 'daddr ether': 18, 'daddr ip': 24 },
+};
+
+/** The ethernet header offsets ebtables-nft reads, and what it reads there. */
+export const ETHER_OFFSETS: Readonly<Record<number, string>> = { 0: 'the destination MAC (`-d`)', 6: 'the source MAC (`-s`)', 12: 'the ether type (`-p`)' };
+
+/** Meta keys ebtables-nft reads (nft-bridge.c v1.8.9 nft_bridge_parse_meta l.191-235):
+ * `meta protocol` is skipped without a word, iif/oif crash the parser (parse_meta writes the
+ * interface mask through the NULL ebtables passes, segfault, exit 139), mark and pkttype are
+ * "unknown bridge meta key", every other key "unknown meta key". */
+export const BRIDGE_META_KEYS: Readonly<Record<string, 'read' | 'ignored' | 'crash' | 'unknown bridge meta key'>> = {
+  iifname: 'read',
+  oifname: 'read',
+  ibrname: 'read',
+  obrname: 'read',
+  protocol: 'ignored',
+  iif: 'crash',
+  oif: 'crash',
+  mark: 'unknown bridge meta key',
+  pkttype: 'unknown bridge meta key',
+};
+
+/** Meta keys arptables-nft reads (nft-arp.c v1.8.9 nft_arp_parse_meta l.163-179, through
+ * parse_meta): mark and pkttype are parsed into matches arptables never prints, so they are
+ * silently dropped; other keys are "Unknown arp meta key". */
+export const ARP_META_KEYS: Readonly<Record<string, 'read' | 'dropped'>> = {
+  iifname: 'read',
+  oifname: 'read',
+  iif: 'read',
+  oif: 'read',
+  mark: 'dropped',
+  pkttype: 'dropped',
+};
+
+/** Who reads these tables through each tool, named in findings. libvirt's nwfilter drives
+ * ebtables (../shared/research/marks.tsv, libvirt row); nothing in the research names an
+ * arptables-nft consumer. */
+export function iptablesNftConsumers(family: string): string {
+  if (family === 'bridge') return "libvirt's nwfilter and other ebtables-nft users";
+  if (family === 'arp') return 'arptables-nft users';
+  return IPTABLES_NFT_CONSUMERS;
+}

@@ -19,6 +19,8 @@ function words(rules: readonly string[]): string {
     .replace(/\bmeta /g, '')
     .replace(/\bipv6-icmp\b/g, 'icmpv6')
     .replace(/\blt\b/g, '<')
+    // ebtables writes a MAC mask that nft prints as a prefix.
+    .replace(/& ((?:ff:)*ff(?::00)+) == ([0-9a-f:]{17})/g, (_, mask: string, mac: string) => `${mac}/${mask.split(':').filter((b) => b === 'ff').length * 8}`)
     .replace(/\bgt\b/g, '>')
     .replace(/\b(sport|dport) > (\d+)/g, (_, field: string, n: string) => `${field} ${Number(n) + 1}-65535`);
   const list = text.split(/[ \t]+/).filter(Boolean);
@@ -34,7 +36,9 @@ export function realOutcome(r: RealResult): string {
   if (r.incompatible) return 'table-unreadable' + (r.checkStatus === 3 ? ' +check' : '') + odd({ S: 1, L: 1, C: r.checkStatus === 3 ? 3 : 0 });
   if (r.saveStatus === 3) return `fatal-parse${odd({ S: 3, L: 3, C: 3 })}`;
   // A segfault while printing: -S prints the rule too, -L prints it another way, -C never does.
-  if (r.saveStatus === 139) return `crash${odd({ S: 139, L: 0, C: 0 })}`;
+  // A crash in the rule parser (ebtables' iif, arptables' limit: exit 1) hits every command.
+  if (r.saveStatus === 139 && r.listStatus === 0) return `crash${odd({ S: 139, L: 0, C: 0 })}`;
+  if (r.saveStatus === 139 || r.saveStatus === 1) return `crash${odd({ S: r.saveStatus, L: r.saveStatus, C: r.saveStatus })}`;
   if (r.saveStatus !== 0) return `save exit ${r.saveStatus}`;
   const base = r.restoreStatus === 2 ? 'unrestorable' : r.restoreStatus !== 0 ? `restore exit ${r.restoreStatus}` : words(r.before) === words(r.after) ? 'none' : 'lossy';
   return base + odd({ S: 0, L: 0, C: 0 });

@@ -8,19 +8,23 @@
 
 import type { Hook } from '../../../src/model/ast.js';
 
-export type MatrixFamily = 'ip' | 'ip6';
+export type MatrixFamily = 'ip' | 'ip6' | 'arp' | 'bridge';
+export const MATRIX_FAMILIES: readonly MatrixFamily[] = ['ip', 'ip6', 'arp', 'bridge'];
 
 export interface Construct {
   readonly id: string;
   readonly ip?: string;
   readonly ip6?: string;
-  readonly decl?: { readonly ip?: string; readonly ip6?: string };
+  /** arptables-nft's `arp filter` and ebtables-nft's `bridge filter`/`nat` (L2_CONSTRUCTS). */
+  readonly arp?: string;
+  readonly bridge?: string;
+  readonly decl?: { readonly ip?: string; readonly ip6?: string; readonly arp?: string; readonly bridge?: string };
   readonly hooks?: readonly Hook[];
   readonly tables?: readonly string[];
   readonly refused?: string;
 }
 
-type Options = Omit<Construct, 'id' | 'ip' | 'ip6'>;
+type Options = Omit<Construct, 'id' | MatrixFamily>;
 
 /** The same text in both families. */
 const both = (id: string, rule: string, options: Options = {}): Construct => ({ id, ip: rule, ip6: rule, ...options });
@@ -329,4 +333,89 @@ export const CHAIN_VARIANTS: readonly { readonly id: string; readonly table: str
   { id: 'nat-filter-type', table: 'nat', body: 'chain PREROUTING { type filter hook prerouting priority -100; }', append: 'PREROUTING' },
   { id: 'security-kernel-priority', table: 'security', body: 'chain INPUT { type filter hook input priority 50; }', append: 'INPUT' },
   { id: 'security-iptables-priority', table: 'security', body: 'chain INPUT { type filter hook input priority 150; }', append: 'INPUT' },
+];
+
+/** arp (arptables-nft: `arp filter` INPUT/OUTPUT) and bridge (ebtables-nft: `bridge filter`
+ * INPUT/FORWARD/OUTPUT, `bridge nat` PREROUTING/OUTPUT/POSTROUTING); `undefined` leaves the
+ * family out. */
+const l2 = (id: string, arp: string | undefined, bridge: string | undefined, options: Options = {}): Construct => ({
+  id,
+  ...(arp !== undefined && { arp }),
+  ...(bridge !== undefined && { bridge }),
+  ...options,
+});
+const l2decl = (text: string): Options['decl'] => ({ arp: text, bridge: text });
+const NATIVE_CHAIN: Options = { decl: l2decl('chain NATIVE { }') };
+
+// What arptables-nft and ebtables-nft read back: the arp header as arptables writes it (its own
+// rules carry `arp htype 1 arp hlen 6 arp plen 4`, and the address offsets depend on hlen), the
+// ethernet header and the among match (a set lookup on ether addresses) for ebtables, the meta
+// keys of parse_meta, and the statements every family shares.
+export const L2_CONSTRUCTS: readonly Construct[] = [
+  // arp header.
+  l2('arp.htype', 'arp htype 1 accept', undefined),
+  l2('arp.ptype', 'arp ptype ip accept', undefined),
+  l2('arp.hlen', 'arp hlen 6 accept', undefined),
+  l2('arp.plen', 'arp plen 4 accept', undefined),
+  l2('arp.plen-other', 'arp plen 16 drop', undefined),
+  l2('arp.operation', 'arp operation request accept', 'arp operation request accept'),
+  l2('arp.operation-neg', 'arp operation != reply drop', undefined),
+  l2('arp.saddr-ip', 'arp saddr ip 10.0.0.1 accept', 'arp saddr ip 10.0.0.1 accept'),
+  l2('arp.hlen-saddr-ip', 'arp hlen 6 arp saddr ip 10.0.0.1 accept', undefined),
+  l2('arp.hlen-daddr-prefix', 'arp hlen 6 arp daddr ip 10.0.0.0/8 drop', undefined),
+  l2('arp.saddr-ether', 'arp saddr ether 00:11:22:33:44:55 accept', undefined),
+  l2('arp.hlen-daddr-ether', 'arp hlen 6 arp daddr ether 00:11:22:33:44:55 accept', undefined),
+  l2('arp.saddr-ip-range', 'arp hlen 6 arp saddr ip 10.0.0.1-10.0.0.9 accept', undefined),
+  l2('arp.operation-set', 'arp operation { request, reply } accept', undefined),
+  l2('arp.saddr-ip-set', 'arp hlen 6 arp saddr ip { 10.0.0.1, 10.0.0.2 } drop', undefined),
+  // ethernet header, vlan, network and transport headers over a bridge.
+  l2('ether.saddr', 'ether saddr 00:11:22:33:44:55 accept', 'ether saddr 00:11:22:33:44:55 accept', { hooks: ['prerouting', 'input', 'forward'] }),
+  l2('ether.daddr', undefined, 'ether daddr 00:11:22:33:44:55 drop'),
+  l2('ether.daddr-mask', undefined, 'ether daddr & ff:ff:ff:00:00:00 == 01:00:5e:00:00:00 drop'),
+  l2('ether.saddr-neg', undefined, 'ether saddr != 00:11:22:33:44:55 drop'),
+  l2('ether.type', undefined, 'ether type arp accept'),
+  l2('ether.type-neg', undefined, 'ether type != ip6 drop'),
+  l2('ether.saddr-set', undefined, 'ether saddr { 00:11:22:33:44:55, 00:11:22:33:44:66 } accept'),
+  l2('ether.daddr-ip-set', undefined, 'ether daddr . ip daddr { 00:11:22:33:44:55 . 10.0.0.1 } accept'),
+  l2('ether.type-set', undefined, 'ether type { ip, arp } accept'),
+  l2('vlan.id', undefined, 'vlan id 10 accept'),
+  l2('ip.saddr', undefined, 'ip saddr 10.0.0.1 accept'),
+  l2('ip6.daddr', undefined, 'ip6 daddr 2001:db8::1 drop'),
+  l2('tcp.dport', undefined, 'tcp dport 22 accept'),
+  // Meta keys.
+  l2('meta.iifname', 'iifname "eth0" accept', 'iifname "eth0" accept'),
+  l2('meta.oifname-wildcard', 'oifname "eth*" accept', 'oifname "eth*" accept', { hooks: ['output', 'forward', 'postrouting'] }),
+  l2('meta.iif', 'iif "lo" accept', 'iif "lo" accept', { hooks: ['prerouting', 'input', 'forward'] }),
+  l2('meta.ibrname', undefined, 'meta ibrname "br0" accept', { hooks: ['prerouting', 'input', 'forward'], refused: 'the kernel here cannot load meta ibrname (Operation not supported)' }),
+  l2('meta.obrname', undefined, 'meta obrname "br0" accept', { hooks: ['output', 'forward', 'postrouting'], refused: 'the kernel here cannot load meta obrname (Operation not supported)' }),
+  l2('meta.mark', 'meta mark 0x1 accept', 'meta mark 0x1 accept'),
+  l2('meta.pkttype', 'meta pkttype broadcast drop', 'meta pkttype broadcast drop'),
+  l2('meta.protocol', undefined, 'meta protocol ip accept'),
+  l2('meta.l4proto', undefined, 'meta l4proto udp accept'),
+  l2('meta.length', 'meta length 100 drop', 'meta length 100 drop'),
+  l2('meta.skuid', 'meta skuid 0 accept', undefined, { hooks: ['output'] }),
+  l2('set.iifname', 'iifname { "eth0", "eth1" } accept', 'iifname { "eth0", "eth1" } accept'),
+  l2('ct.state', undefined, 'ct state established accept', { refused: 'the kernel here has no bridge conntrack (Protocol error)' }),
+  // Statements.
+  l2('counter', 'counter accept', 'counter accept'),
+  l2('comment', 'iifname "eth0" accept comment "a comment"', 'iifname "eth0" accept comment "a comment"'),
+  l2('log.prefix', 'log prefix "x" accept', 'log prefix "x" accept'),
+  l2('log.group', 'log group 2 accept', 'log group 2 accept'),
+  l2('limit', 'limit rate 10/second accept', 'limit rate 10/second accept'),
+  l2('limit.over', undefined, 'limit rate over 10/second drop'),
+  l2('quota', 'quota 10 mbytes drop', 'quota 10 mbytes drop'),
+  l2('metaset.mark', 'meta mark set 0x1', 'meta mark set 0x1'),
+  l2('metaset.nftrace', 'meta nftrace set 1', 'meta nftrace set 1'),
+  l2('metaset.pkttype', undefined, 'meta pkttype set host', { hooks: ['prerouting'] }),
+  l2('payloadset.ether-daddr', undefined, 'ether daddr set 00:11:22:33:44:55', { tables: ['nat'] }),
+  l2('payloadset.arp-saddr', 'arp hlen 6 arp saddr ether set 00:11:22:33:44:55', undefined),
+  l2('reject', undefined, 'reject', { hooks: ['input', 'forward'], refused: 'the kernel here has no bridge reject module (No such file or directory)' }),
+  // Verdicts.
+  l2('verdict.drop', 'drop', 'drop'),
+  l2('verdict.return', 'iifname "eth0" return', 'iifname "eth0" return'),
+  l2('verdict.continue', 'iifname "eth0" continue', 'iifname "eth0" continue'),
+  l2('verdict.jump', 'iifname "eth0" jump NATIVE', 'iifname "eth0" jump NATIVE', NATIVE_CHAIN),
+  l2('verdict.goto', undefined, 'iifname "eth0" goto NATIVE', NATIVE_CHAIN),
+  l2('vmap.arp-operation', 'arp operation vmap { request : accept }', undefined),
+  l2('vmap.ether-type', undefined, 'ether type vmap { arp : accept }'),
 ];

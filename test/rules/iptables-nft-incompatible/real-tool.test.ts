@@ -10,20 +10,24 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runLintRules } from '../../../src/rules/framework/lint-ruleset.js';
 import { iptablesNftIncompatible } from '../../../src/rules/iptables-nft-incompatible.js';
 import { nftsimOutcome, realOutcome } from './compare-outcome.js';
-import { CHAIN_VARIANTS, CONSTRUCTS } from './constructs.js';
+import { CHAIN_VARIANTS, CONSTRUCTS, L2_CONSTRUCTS } from './constructs.js';
 import { IPTABLES_WRITTEN, matrixRows, packRounds, runChainVariants, runIptablesWritten, runMatrix, type ChainResult, type RealResult, type WrittenResult } from './run-matrix.js';
 import { parseNode, parseRuleset } from '../../../src/parser/parse-ruleset.js';
 
-const NS = `h6-iptnft-${process.pid}`;
+const NS = `h12-iptnft-${process.pid}`;
 const which = (tool: string) => spawnSync('sh', ['-c', `command -v ${tool}`]).status === 0;
-const canRun = process.getuid?.() === 0 && ['iptables-nft', 'ip6tables-nft', 'nft', 'ip'].every(which);
-if (!canRun) console.warn('iptables-nft-incompatible: not root or iptables-nft/nft missing: the real-tool matrix is not run');
+const canRun = process.getuid?.() === 0 && ['iptables-nft', 'ip6tables-nft', 'arptables-nft', 'ebtables-nft', 'nft', 'ip'].every(which);
+if (!canRun) console.warn('iptables-nft-incompatible: not root or iptables-nft/ip6tables-nft/arptables-nft/ebtables-nft/nft missing: the real-tool matrix is not run');
 
 const installedVersion = (): string => /v(\d+\.\d+\.\d+)/.exec(execFileSync('iptables-nft', ['--version'], { encoding: 'utf8' }))?.[1] ?? '1.8.9';
 
 // The full matrix (every construct in every table it belongs in) takes minutes; by default each
 // construct goes to one table per family, in turn (NFTSIM_IPTNFT_MATRIX=full for all of them).
-const ROWS = matrixRows(CONSTRUCTS, process.env.NFTSIM_IPTNFT_MATRIX === 'full' ? 'full' : 'rotate');
+// The arp and bridge constructs go to one family each by default. NFTSIM_IPTNFT_FAMILIES=arp,bridge
+// runs the rows of those families only.
+const MODE = process.env.NFTSIM_IPTNFT_MATRIX === 'full' ? 'full' : 'rotate';
+const FAMILIES = process.env.NFTSIM_IPTNFT_FAMILIES?.split(',');
+const ROWS = [...matrixRows(CONSTRUCTS, MODE), ...matrixRows(L2_CONSTRUCTS, MODE, true)].filter((row) => !FAMILIES || FAMILIES.includes(row.family));
 const ROUNDS = packRounds(ROWS);
 
 describe.runIf(canRun)(`iptables-nft-incompatible against the installed iptables-nft (${ROWS.length} rows)`, () => {

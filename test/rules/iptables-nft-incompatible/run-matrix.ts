@@ -12,15 +12,23 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { iptablesNftChain } from '../../../src/model/iptables-nft-chains.js';
-import type { Construct, MatrixFamily } from './constructs.js';
+import { MATRIX_FAMILIES, type Construct, type MatrixFamily } from './constructs.js';
 
-/** iptables-nft's tables and their built-in chains (iptables/nft.c, xtables_ipv4). */
-export const TABLE_CHAINS: Readonly<Record<string, readonly string[]>> = {
+const IP_TABLES: Readonly<Record<string, readonly string[]>> = {
   raw: ['PREROUTING', 'OUTPUT'],
   mangle: ['PREROUTING', 'INPUT', 'FORWARD', 'OUTPUT', 'POSTROUTING'],
   filter: ['INPUT', 'FORWARD', 'OUTPUT'],
   security: ['INPUT', 'FORWARD', 'OUTPUT'],
   nat: ['PREROUTING', 'INPUT', 'OUTPUT', 'POSTROUTING'],
+};
+
+/** The built-in tables and chains of each family's tool (iptables/nft.c v1.8.9: xtables_ipv4
+ * for ip and ip6, xtables_arp, xtables_bridge without the 1.8.10 broute table). */
+export const TABLE_CHAINS: Readonly<Record<MatrixFamily, Readonly<Record<string, readonly string[]>>>> = {
+  ip: IP_TABLES,
+  ip6: IP_TABLES,
+  arp: { filter: ['INPUT', 'OUTPUT'] },
+  bridge: { filter: ['INPUT', 'FORWARD', 'OUTPUT'], nat: ['PREROUTING', 'OUTPUT', 'POSTROUTING'] },
 };
 
 export interface MatrixRow {
@@ -53,22 +61,33 @@ export interface RealResult {
   readonly listing: string;
 }
 
-export const SOURCE: Readonly<Record<MatrixFamily, string>> = { ip: '192.0.2.250/32', ip6: '2001:db8::250/128' };
-const TOOL: Readonly<Record<MatrixFamily, string>> = { ip: 'iptables-nft', ip6: 'ip6tables-nft' };
+/** The source of the rule each tool appends after the native one (ebtables: a MAC address). */
+export const SOURCE: Readonly<Record<MatrixFamily, string>> = { ip: '192.0.2.250/32', ip6: '2001:db8::250/128', arp: '192.0.2.250', bridge: '02:00:00:00:02:50' };
+const TOOL: Readonly<Record<MatrixFamily, string>> = { ip: 'iptables-nft', ip6: 'ip6tables-nft', arp: 'arptables-nft', bridge: 'ebtables-nft' };
+// How each tool is asked: arptables-nft-save has no -t (one table); ebtables has no -S (a
+// chain's listing is -L CHAIN) and takes the check as --check (ebtables-nft 1.8.9 misparses -C).
+const SAVE: Readonly<Record<MatrixFamily, string>> = { ip: 'iptables-nft-save -t', ip6: 'ip6tables-nft-save -t', arp: 'arpsave', bridge: 'ebtables-nft-save -t' };
+const SHOW: Readonly<Record<MatrixFamily, string>> = { ip: '-S', ip6: '-S', arp: '-S', bridge: '-L' };
+const LIST: Readonly<Record<MatrixFamily, string>> = { ip: '-L -n', ip6: '-L -n', arp: '-L -n', bridge: '-L' };
+const CHECK: Readonly<Record<MatrixFamily, string>> = { ip: '-C', ip6: '-C', arp: '-C', bridge: '--check' };
 
 /** The rows of `constructs`, in each family a construct exists in. `full`: in every table it
  * belongs in; `rotate`: in one of them, the table moving on with each construct so that every
- * table and built-in chain gets its share. The chain rotates with the construct too. */
-export function matrixRows(constructs: readonly Construct[], mode: 'full' | 'rotate'): MatrixRow[] {
+ * table and built-in chain gets its share. The chain rotates with the construct too.
+ * `oneFamily` (rotate only): a construct written for several families goes to one of them, in
+ * turn, which keeps the default run short. */
+export function matrixRows(constructs: readonly Construct[], mode: 'full' | 'rotate', oneFamily = false): MatrixRow[] {
   return constructs.flatMap((construct, index) => {
     const rows: MatrixRow[] = [];
-    for (const [f, family] of (['ip', 'ip6'] as const).entries()) {
+    const families = MATRIX_FAMILIES.filter((family) => construct[family] !== undefined);
+    for (const [f, family] of MATRIX_FAMILIES.entries()) {
       const rule = construct[family];
       if (rule === undefined) continue;
+      if (mode === 'rotate' && oneFamily && families[index % families.length] !== family) continue;
       const placements: MatrixRow[] = [];
-      for (const [table, chains] of Object.entries(TABLE_CHAINS)) {
+      for (const [table, chains] of Object.entries(TABLE_CHAINS[family])) {
         if (construct.tables && !construct.tables.includes(table)) continue;
-        const fits = chains.filter((c) => !construct.hooks || construct.hooks.includes(iptablesNftChain(table, c)!.hook));
+        const fits = chains.filter((c) => !construct.hooks || construct.hooks.includes(iptablesNftChain(table, c, family)!.hook));
         const chain = fits[(Math.floor(index / 5) + f) % Math.max(fits.length, 1)];
         if (chain === undefined) continue;
         placements.push({ key: `${family} ${table} ${chain} ${construct.id}`, construct, family, table, chain, rule });
@@ -93,7 +112,7 @@ export function packRounds(rows: readonly MatrixRow[]): MatrixRow[][] {
 
 /** The table of a row as nft creates it: the built-in chain exactly as iptables-nft would. */
 export function tableScript(row: Pick<MatrixRow, 'family' | 'table' | 'chain' | 'rule' | 'construct'>): string {
-  const spec = iptablesNftChain(row.table, row.chain)!;
+  const spec = iptablesNftChain(row.table, row.chain, row.family)!;
   const decl = row.construct.decl?.[row.family] ?? '';
   return (
     `table ${row.family} ${row.table} {\n${decl}\n\tchain ${row.chain} { type ${spec.type} hook ${spec.hook} priority ${spec.priority}; policy accept; }\n}\n` +
@@ -102,15 +121,16 @@ export function tableScript(row: Pick<MatrixRow, 'family' | 'table' | 'chain' | 
 }
 
 const SLOT = `
-slot() { id=$1; tool=$2; t=$3; c=$4; src=$5
+arpsave() { arptables-nft-save; }
+slot() { id=$1; tool=$2; t=$3; c=$4; src=$5; save=$6; show=$7; check=$8; list=$9
   eval "refused=\\$R_$id"; [ -n "$refused" ] && return
-  $tool-save -t $t >$D/s.$id 2>$D/se.$id; rc=$?
+  $save $t >$D/s.$id 2>$D/se.$id; rc=$?
   echo "@@save $id $rc $(grep -c 'is incompatible' $D/s.$id) $(grep -c 'incompatible base-chains' $D/s.$id)"
   grep -E -- "^-A $c( |$)" $D/s.$id | sed "s/^/@@line $id /"
   grep -m1 '^Error' $D/se.$id | sed "s/^/@@err $id /"
-  $tool -t $t -S $c >/dev/null 2>&1; echo "@@S $id $?"
-  $tool -t $t -L -n >/dev/null 2>&1; echo "@@L $id $?"
-  $tool -t $t -C $c -s $src -j ACCEPT >/dev/null 2>&1; echo "@@C $id $?"
+  $tool -t $t $show $c >/dev/null 2>&1; echo "@@S $id $?"
+  $tool -t $t $list >/dev/null 2>&1; echo "@@L $id $?"
+  $tool -t $t $check $c -s $src -j ACCEPT >/dev/null 2>&1; echo "@@C $id $?"
   if [ $rc = 0 ] && grep -q "^[*]$t" $D/s.$id; then $tool-restore <$D/s.$id >/dev/null 2>&1; echo "@@restore $id $?"; fi
 }
 `;
@@ -132,18 +152,25 @@ export function runMatrix(ns: string, rounds: readonly (readonly MatrixRow[])[])
           ids.map((id) => `if ! nft -f $D/${id}.nft 2>$D/e.${id}; then R_${id}=1; echo "@@refused ${id} $(grep -m1 Error $D/e.${id})"; fi; `).join('') +
           'fi',
       );
-      for (const family of ['ip', 'ip6'] as const) {
-        const appends = rows
-          .map((row, i) => (row.family === family ? `[ -z "$R_${ids[i]}" ] && printf '*${row.table}\\n-A ${row.chain} -s ${SOURCE[family]} -j ACCEPT\\nCOMMIT\\n'; ` : ''))
-          .join('');
-        if (appends) script.push(`{ ${appends}true; } | ${TOOL[family]}-restore --noflush || echo "@@append-failed ${r} ${family}"`);
+      // iptables and ip6tables append through one restore each; arptables and ebtables per row.
+      for (const family of MATRIX_FAMILIES) {
+        const mine = rows.flatMap((row, i) => (row.family === family ? [{ row, id: ids[i]! }] : []));
+        if (mine.length === 0) continue;
+        if (family === 'ip' || family === 'ip6') {
+          const appends = mine.map(({ row, id }) => `[ -z "$R_${id}" ] && printf '*${row.table}\\n-A ${row.chain} -s ${SOURCE[family]} -j ACCEPT\\nCOMMIT\\n'; `).join('');
+          script.push(`{ ${appends}true; } | ${TOOL[family]}-restore --noflush || echo "@@append-failed ${r} ${family}"`);
+        } else {
+          for (const { row, id } of mine) script.push(`[ -z "$R_${id}" ] && { ${TOOL[family]} -t ${row.table} -A ${row.chain} -s ${SOURCE[family]} -j ACCEPT || echo "@@append-failed ${r} ${family}"; }`);
+        }
       }
       script.push(`echo "@@listing ${r}"; nft -a list ruleset; echo "@@end"`);
-      for (const family of ['ip', 'ip6'] as const) {
-        const calls = rows.map((row, i) => (row.family === family ? `slot ${ids[i]} ${TOOL[family]} ${row.table} ${row.chain} ${SOURCE[family]}; ` : '')).join('');
+      for (const family of MATRIX_FAMILIES) {
+        const calls = rows
+          .map((row, i) => (row.family === family ? `slot ${ids[i]} ${TOOL[family]} ${row.table} ${row.chain} ${SOURCE[family]} '${SAVE[family]}' '${SHOW[family]}' ${CHECK[family]} '${LIST[family]}'; ` : ''))
+          .join('');
         script.push(`( ${calls}true ) >$D/o.${family} &`);
       }
-      script.push('wait; cat $D/o.ip $D/o.ip6');
+      script.push(`wait; cat ${MATRIX_FAMILIES.map((f) => `$D/o.${f}`).join(' ')}; rm -f $D/o.*`);
       script.push(`echo "@@after ${r}"; nft list ruleset; echo "@@end"`);
     });
     const run = spawnSync('ip', ['netns', 'exec', ns, 'bash', '-s'], { input: script.join('\n'), encoding: 'utf8', maxBuffer: 1 << 28 });
@@ -349,8 +376,8 @@ export interface WrittenResult {
   /** `nft list ruleset`, `nft -j list ruleset`, and the iptables-nft-save dump per family. */
   readonly listing: string;
   readonly json: string;
-  readonly saves: Readonly<Record<MatrixFamily, string>>;
-  readonly saveStatus: Readonly<Record<MatrixFamily, number>>;
+  readonly saves: Readonly<Record<'ip' | 'ip6', string>>;
+  readonly saveStatus: Readonly<Record<'ip' | 'ip6', number>>;
 }
 
 /** IPTABLES_WRITTEN added with iptables-nft and ip6tables-nft (REJECT and addrtype take the
@@ -372,7 +399,7 @@ export function runIptablesWritten(ns: string): WrittenResult {
   const blocks = new Map<string, string>();
   const re = /^@@(\S+)\n([\s\S]*?)^@@end$/gm;
   for (const m of run.stdout.matchAll(re)) blocks.set(m[1]!, m[2]!);
-  const rc = (family: MatrixFamily) => Number(new RegExp(`^@@rc-${family} (\\d+)$`, 'm').exec(run.stdout)?.[1] ?? -1);
+  const rc = (family: 'ip' | 'ip6') => Number(new RegExp(`^@@rc-${family} (\\d+)$`, 'm').exec(run.stdout)?.[1] ?? -1);
   return {
     listing: blocks.get('listing') ?? '',
     json: blocks.get('json') ?? '',
