@@ -18,6 +18,7 @@
 import type { Chain, Expr, Rule, Stmt } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
 import { evaluateExpr, literalValue } from './evaluate-expr.js';
+import type { Loc } from './outcome.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
 let indexesOn = true;
@@ -69,9 +70,21 @@ export interface ChainIndex {
    * run is long enough to index. */
   readonly runAt: Int32Array | null;
   readonly runs: readonly IndexedRun[];
-  /** By rule position, the index of the chain the rule last jumped or went to, so that a jump
-   * does not look its target up by name every time (filled by evaluate-chain.ts). */
-  readonly targets: (ChainIndex | undefined)[];
+  /** By rule position, the chain the rule last jumped or went to, so that a jump does not look
+   * its target up by name every time (filled by evaluate-chain.ts). */
+  readonly targets: (JumpTarget | undefined)[];
+  /** By rule position, the rule's location, and at `chain.rules.length` the chain's own (for its
+   * policy and return events): made once, not for every trace event (filled by
+   * evaluate-chain.ts). */
+  readonly locs: (Loc | undefined)[];
+}
+
+/** A jump's target chain as `name` (the rule's own string, so that checking it again is a
+ * pointer comparison, not a comparison of two equal names) resolved, with its index. */
+export interface JumpTarget {
+  readonly name: string;
+  readonly chain: Chain;
+  readonly index: ChainIndex | null;
 }
 
 // Built on first use, once per chain of a parsed ruleset.
@@ -146,8 +159,12 @@ function firstAtLeast(positions: readonly number[], from: number): number {
  * meta keys (not `meta random`, which draws a branch), fib lookups. Named by the expression's
  * structure, so two tests of one field share it. */
 function fieldOf(expr: Expr): string | undefined {
-  const pure = expr.kind === 'payload' || expr.kind === 'fib' || (expr.kind === 'meta' && expr.key !== 'random');
-  return pure ? JSON.stringify(expr, (key, value: unknown) => (key === 'span' ? undefined : value)) : undefined;
+  if (expr.kind !== 'payload' && expr.kind !== 'fib' && (expr.kind !== 'meta' || expr.key === 'random')) return undefined;
+  // These kinds hold no node below them (no span but their own): the expression without its
+  // span, stringified without a replacer, which called back for every key of every rule of a
+  // long chain when it is first met.
+  const { span: _span, ...rest } = expr;
+  return JSON.stringify(rest);
 }
 
 /** `field == literal` as matchRelational compares it: plain equality (not a bitmask's implicit
@@ -201,8 +218,17 @@ function buildChainIndex(chain: Chain): ChainIndex {
     let end = start;
     for (; end < rules.length; end++) {
       const ruleTests = leadingTests(rules[end]!);
-      if (ruleTests.length === 0 || ruleTests.some((t) => (types.get(t.field) ?? typeof t.value) !== typeof t.value)) break;
-      for (const t of ruleTests) types.set(t.field, typeof t.value as 'bigint' | 'string');
+      // Checked test by test, so that one rule testing a field against both an integer and a
+      // name (`meta iif 2 meta iif "eth0"`) ends the run too.
+      const ruleTypes = new Map(types);
+      const agree = ruleTests.every((t) => {
+        const type = typeof t.value as 'bigint' | 'string';
+        if ((ruleTypes.get(t.field) ?? type) !== type) return false;
+        ruleTypes.set(t.field, type);
+        return true;
+      });
+      if (ruleTests.length === 0 || !agree) break;
+      for (const [field, type] of ruleTypes) types.set(field, type);
       tests.push(ruleTests);
     }
     if (end - start >= MIN_RUN) {
@@ -213,7 +239,7 @@ function buildChainIndex(chain: Chain): ChainIndex {
       start = Math.max(end, start + 1);
     }
   }
-  return { chain, runAt: runs.length > 0 ? runAt : null, runs, targets: new Array<ChainIndex | undefined>(rules.length) };
+  return { chain, runAt: runs.length > 0 ? runAt : null, runs, targets: new Array<JumpTarget | undefined>(rules.length), locs: new Array<Loc | undefined>(rules.length + 1) };
 }
 
 function buildRun(start: number, end: number, tests: readonly KeyTest[][], types: ReadonlyMap<string, 'bigint' | 'string'>): IndexedRun {

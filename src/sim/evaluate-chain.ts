@@ -3,9 +3,9 @@
 // the end of the base chain applies its policy.
 
 import type { Chain, Rule } from '../model/ast.js';
-import { chainIndexOf, findNextRule, type ChainIndex } from './chain-index.js';
+import { chainIndexOf, findNextRule, type ChainIndex, type JumpTarget } from './chain-index.js';
 import { evaluateRule, reportUnsupported, type Verdict } from './evaluate-stmt.js';
-import { formatMark, type TraceEvent } from './outcome.js';
+import { formatMark, type Loc, type TraceEvent } from './outcome.js';
 import type { HookEntry } from './pipeline.js';
 import { locOf, type SimContext } from './sim-context.js';
 
@@ -44,7 +44,8 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   const chains = ctx.index.chains.get(entry.table)!;
   const stack: Frame[] = [];
   let chain = base;
-  let index = chainIndexOf(base);
+  const baseIndex = chainIndexOf(base);
+  let index = baseIndex;
   let next = 0;
   for (;;) {
     ctx.chain = chain;
@@ -53,7 +54,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
       const caller = stack.pop();
       if (!caller) break;
       ctx.rule = undefined;
-      pushEvent(ctx, entry, 'return', 'continue', chain);
+      pushEvent(ctx, entry, 'return', 'continue', locAt(index, chain.rules.length, chain));
       ({ chain, index, next } = caller);
       continue;
     }
@@ -61,7 +62,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
     const result = evaluateRule(rule, ctx);
     if (!result.matched) continue;
     const verdict = result.verdict;
-    pushEvent(ctx, entry, 'rule', verdictText(verdict), rule);
+    pushEvent(ctx, entry, 'rule', verdictText(verdict), locAt(index, next - 1, rule));
     switch (verdict.name) {
       case 'continue':
         continue;
@@ -102,27 +103,34 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   ctx.chain = base;
   ctx.rule = undefined;
   const policy = base.base?.policy ?? 'accept';
-  pushEvent(ctx, entry, 'policy', policy, base);
+  pushEvent(ctx, entry, 'policy', policy, locAt(baseIndex, base.rules.length, base));
   return { verdict: policy, by: base };
 }
 
 /** The chain a rule jumps or goes to, with its index: remembered per rule, looked up by name when
  * the rule has not jumped there before (a verdict map may send it elsewhere each time). */
-function jumpTarget(index: ChainIndex | null, position: number, name: string, chains: ReadonlyMap<string, Chain>): { chain: Chain; index: ChainIndex | null } | undefined {
+function jumpTarget(index: ChainIndex | null, position: number, name: string, chains: ReadonlyMap<string, Chain>): JumpTarget | undefined {
   const known = index?.targets[position];
-  if (known && known.chain.name === name) return { chain: known.chain, index: known };
+  if (known && known.name === name) return known;
   const chain = chains.get(name);
   if (!chain) return undefined;
-  const targetIndex = chainIndexOf(chain);
-  if (index && targetIndex) index.targets[position] = targetIndex;
-  return { chain, index: targetIndex };
+  const target: JumpTarget = { name, chain, index: chainIndexOf(chain) };
+  if (index) index.targets[position] = target;
+  return target;
 }
 
 // The mark changes seldom along a packet's way: its text is made once per value.
 let lastMark = 0;
 let lastMarkText = formatMark(0);
 
-function pushEvent(ctx: SimContext, entry: HookEntry, kind: TraceEvent['kind'], verdict: string, at: Rule | Chain): void {
+/** The location of the rule at `position`, or of the chain itself at `chain.rules.length`, made
+ * once per chain index (evaluation without indexes makes it each time). */
+function locAt(index: ChainIndex | null, position: number, node: Rule | Chain): Loc {
+  if (!index) return locOf(node);
+  return (index.locs[position] ??= locOf(node));
+}
+
+function pushEvent(ctx: SimContext, entry: HookEntry, kind: TraceEvent['kind'], verdict: string, at: Loc): void {
   const mark = ctx.pkt.mark;
   if (mark !== lastMark) {
     lastMark = mark;
@@ -137,7 +145,7 @@ function pushEvent(ctx: SimContext, entry: HookEntry, kind: TraceEvent['kind'], 
     kind,
     verdict,
     mark: lastMarkText,
-    at: locOf(at),
+    at,
   };
   ctx.trace.push(entry.orderDependent ? { ...event, orderDependent: true } : event);
 }

@@ -4,7 +4,7 @@
 
 import type { Expr, Literal, NamedSet, Relational } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
-import { familyBits, parseAddress, prefixMask, type Address } from './address.js';
+import { familyBits, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
@@ -27,6 +27,8 @@ function addressValue(a: Address): bigint {
   return a.n;
 }
 
+// Read on every evaluation, not cached per node: a WeakMap over the literals of a 150k-rule
+// ruleset cost more (lookup and GC of its ephemerons) than parsing (address.ts parseIpv4).
 export function literalValue(lit: Literal): RtValue {
   const v = lit.value;
   if (!v) {
@@ -40,9 +42,9 @@ export function literalValue(lit: Literal): RtValue {
       return BigInt(`0x${v.hex}`);
     case 'ipv4':
     case 'ipv6': {
-      const a = parseAddress(v.addr);
-      if (!a) throw new NotModelled(`address '${v.addr}'`);
-      return a.n;
+      const n = parseAddressBits(v.addr);
+      if (n === undefined) throw new NotModelled(`address '${v.addr}'`);
+      return n;
     }
     case 'ether':
       return BigInt(`0x${v.addr.replace(/:/g, '')}`);
@@ -330,9 +332,9 @@ function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValu
     case 'oif':
     case 'oifname': {
       const none = expr.result === 'oif' ? 0n : '';
-      // At prerouting a packet that came in through lo gets lo itself (nft_fib4.c, nft_fib6.c
-      // nft_fib_is_loopback).
-      if (ctx.hook === 'prerouting' && ctx.iif === 'lo') return 'lo';
+      // At prerouting, ingress and input a packet that came in through lo gets lo itself
+      // (nft_fib.h nft_fib_can_skip → nft_fib_is_loopback).
+      if ((ctx.hook === 'prerouting' || ctx.hook === 'ingress' || ctx.hook === 'input') && ctx.iif === 'lo') return 'lo';
       // A local address has no output interface: the lookup gives RTN_LOCAL and the result stays
       // 0 (nft_fib4.c "Should not see RTN_LOCAL here", nft_fib6.c RTF_LOCAL).
       if (localInterfaceOf(ctx.host, address)) return none;

@@ -20,6 +20,23 @@ export type RuleResult = { readonly matched: false } | { readonly matched: true;
 
 const NO_MATCH: RuleResult = { matched: false };
 
+type PlainVerdict = Exclude<Verdict['name'], 'jump' | 'goto'>;
+
+// The results of the verdicts without a target are the same for every rule and packet: made
+// once, not per evaluated rule.
+const PLAIN_RESULTS: Readonly<Record<PlainVerdict, RuleResult & { matched: true }>> = {
+  continue: { matched: true, verdict: { name: 'continue' } },
+  accept: { matched: true, verdict: { name: 'accept' } },
+  drop: { matched: true, verdict: { name: 'drop' } },
+  reject: { matched: true, verdict: { name: 'reject' } },
+  queue: { matched: true, verdict: { name: 'queue' } },
+  return: { matched: true, verdict: { name: 'return' } },
+};
+
+function resultOf(verdict: Verdict): RuleResult {
+  return verdict.name === 'jump' || verdict.name === 'goto' ? { matched: true, verdict } : PLAIN_RESULTS[verdict.name];
+}
+
 /** Records that nftsim could not model something of the current rule, and what it assumed. */
 export function reportUnsupported(ctx: SimContext, reason: string, at = ctx.rule ?? ctx.chain): void {
   ctx.uncertain = true;
@@ -58,7 +75,7 @@ export function evaluateRule(rule: Rule, ctx: SimContext): RuleResult {
     }
     if (result) return result;
   }
-  return { matched: true, verdict: { name: 'continue' } };
+  return PLAIN_RESULTS.continue;
 }
 
 /** One statement: undefined to go on with the rule, a result to end it. */
@@ -67,14 +84,14 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
     case 'match':
       return matchRelational(stmt.expr, ctx) ? undefined : NO_MATCH;
     case 'verdict':
-      return { matched: true, verdict: verdictOf(stmt.verdict, stmt.target) };
+      return resultOf(verdictOf(stmt.verdict, stmt.target));
     case 'vmap': {
       const key = evaluateExpr(stmt.key, ctx);
       if (key === undefined) return NO_MATCH;
       const data = lookupElement(stmt.map, key, stmt.key, ctx)?.data;
       if (!data) return NO_MATCH;
       if (data.kind !== 'verdict') throw new NotModelled('verdict map element without a verdict');
-      return { matched: true, verdict: verdictOf(data.verdict, data.target) };
+      return resultOf(verdictOf(data.verdict, data.target));
     }
     case 'counter':
     case 'log':
@@ -127,12 +144,12 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
       return setPayload(stmt.target, stmt.value, ctx);
     case 'nat': {
       const verdict = setUpNat(stmt, ctx);
-      return verdict ? { matched: true, verdict } : NO_MATCH;
+      return verdict ? resultOf(verdict) : NO_MATCH;
     }
     case 'reject':
-      return { matched: true, verdict: { name: 'reject' } };
+      return PLAIN_RESULTS.reject;
     case 'queue':
-      return { matched: true, verdict: { name: 'queue' } };
+      return PLAIN_RESULTS.queue;
     case 'notrack':
       // Only before conntrack looked the packet up (raw priority); later it has an entry.
       if (!ctx.ctAttached) ctx.ct.state = 'untracked';
@@ -183,7 +200,7 @@ function verdictOf(name: string, target: string | undefined): Verdict {
     if (target === undefined) throw new NotModelled(`${name} without a target`);
     return { name, target };
   }
-  if (name === 'continue' || name === 'accept' || name === 'drop' || name === 'queue' || name === 'return') return { name };
+  if (name === 'continue' || name === 'accept' || name === 'drop' || name === 'queue' || name === 'return') return PLAIN_RESULTS[name].verdict;
   throw new NotModelled(`verdict ${name}`);
 }
 
@@ -427,6 +444,9 @@ function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict | undefined {
   const manip = NAT_MANIP[ctx.hook];
   const wants = stmt.type === 'dnat' || stmt.type === 'redirect' ? 'dst' : 'src';
   if (manip !== wants) throw new NotModelled(`${stmt.type} at the ${ctx.hook} hook (the kernel refuses it there)`);
+  // A map's key is loaded before the NAT runs: `ip daddr` of an IPv6 packet breaks the rule
+  // (nft's implicit `meta nfproto ipv4` dependency) before nft_nat_inet_eval's family check.
+  if (stmt.addr?.kind === 'map' && evaluateExpr(stmt.addr.key, ctx) === undefined) return undefined;
   if (stmt.family && stmt.family !== ctx.family) return { name: 'continue' };
   const family = ctx.family;
   const p = ctx.pkt;

@@ -76,6 +76,16 @@ export interface SimulationResult {
   readonly outcomes: readonly Outcome[];
 }
 
+// Every trace event carries the mark's text, and a ruleset uses few mark values: each is
+// formatted once (bounded, as marks may come from packets).
+const markTexts = new Map<number, string>();
+
 export function formatMark(mark: number): string {
-  return `0x${(mark >>> 0).toString(16).padStart(8, '0')}`;
+  let text = markTexts.get(mark);
+  if (text === undefined) {
+    text = `0x${(mark >>> 0).toString(16).padStart(8, '0')}`;
+    if (markTexts.size >= 4096) markTexts.clear();
+    markTexts.set(mark, text);
+  }
+  return text;
 }

@@ -99,7 +99,8 @@ function findConntrackFamilies(ruleset: Ruleset): ReadonlySet<AddressFamily> {
     if (isConntrackUser(table.objects) || rules.some((rule) => isConntrackUser(rule.stmts.filter((stmt) => !familied(stmt))))) {
       for (const f of covers) families.add(f);
     }
-    for (const stmt of rules.flatMap((rule) => rule.stmts)) if (familied(stmt)) families.add(stmt.family);
+    // Loops, not a flattened copy: a 50,000-service table has millions of statements.
+    for (const rule of rules) for (const stmt of rule.stmts) if (familied(stmt)) families.add(stmt.family);
   }
   return families;
 }
@@ -166,15 +167,15 @@ export function buildHookIndex(ruleset: Ruleset): HookIndex {
  * (net/netfilter/core.c nf_hook_entries_grow inserts a new hook before the first existing one
  * whose priority is not lower). nat chains take the slot of the NAT hook, where they are ordered
  * among themselves the same way; the NAT hook registers with the first nat chain. */
-export function chainsAt(index: HookIndex, hook: Hook, family: AddressFamily, iif: string | undefined): HookEntry[] {
+export function chainsAt(index: HookIndex, hook: Hook, family: AddressFamily, iif: string | undefined): readonly HookEntry[] {
   const key = hook === 'ingress' ? `${hook} ${family} ${iif ?? ''}` : `${hook} ${family}`;
+  // Shared by every packet (read-only), so the key is the only cost per hook.
   let entries = index.ordered.get(key);
   if (!entries) {
     entries = orderChains(index, hook, family, iif);
     index.ordered.set(key, entries);
   }
-  // A copy: the caller may change it, the next packet must not see that.
-  return entries.slice();
+  return entries;
 }
 
 function orderChains(index: HookIndex, hook: Hook, family: AddressFamily, iif: string | undefined): HookEntry[] {

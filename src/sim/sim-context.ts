@@ -120,6 +120,8 @@ export interface SimContext {
   rule?: Rule;
 }
 
+/** A new Loc each call: trace events reuse the ones their chain's index keeps (evaluate-chain.ts);
+ * a WeakMap over every rule cost more than it saved. */
 export function locOf(node: { readonly span: { readonly file: string; readonly line: number; readonly column: number }; readonly handle?: number }): Loc {
   const { file, line, column } = node.span;
   return node.handle === undefined ? { file, line, column } : { file, line, column, handle: node.handle };

@@ -73,7 +73,9 @@ export function simulatePacket(ruleset: Ruleset, input: SimulationInput, options
 export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, options: SimulateOptions = {}): Outcome[] {
   const index = indexOf(ruleset);
   return enumerateBranches(options, (choose) => runPacket(index, host, packet, { explicitCt: true, keep: false }, createSimState(), choose).outcome).map(
-    ({ probability, value }) => ({ ...value, probability }),
+    // The outcome is this run's own new object: completed in place, with `probability` last as
+    // a spread would put it (copying it was a twentieth of the time of a packet).
+    ({ probability, value }): Outcome => Object.assign(value, { probability }),
   );
 }
 
@@ -165,32 +167,49 @@ export interface RunHow {
 
 /** Runs one packet with `state` (the conntrack table and dynamic sets it reads and changes). */
 export function runPacket(index: HookIndex, host: Host, packet: Packet, how: RunHow, state: SimState, choose: Chooser): PacketRun {
+  // Every optional field is present (possibly undefined) so that all contexts and packet states
+  // share one shape: V8 then keeps the evaluators' property accesses monomorphic, which
+  // conditional spreads here did not (a tenth of the time of a packet).
+  const pkt: PacketState = {
+    src: packet.src,
+    dst: packet.dst,
+    sport: packet.sport,
+    dport: packet.dport,
+    l4proto: packet.l4proto,
+    tcpFlags: packet.tcpFlags,
+    icmpType: packet.icmpType,
+    icmpCode: packet.icmpType !== undefined ? packet.icmpCode : undefined,
+    mark: packet.mark,
+    length: packet.length,
+    dscp: packet.dscp,
+    ttl: packet.ttl,
+    skuid: packet.skuid,
+    skgid: packet.skgid,
+    headers: undefined,
+    priority: undefined,
+    nftrace: undefined,
+  };
+  const ct = packet.ct;
   const ctx: SimContext = {
     host,
     index,
     family: packet.family,
-    pkt: {
-      src: packet.src,
-      dst: packet.dst,
-      ...(packet.sport !== undefined && { sport: packet.sport }),
-      ...(packet.dport !== undefined && { dport: packet.dport }),
-      l4proto: packet.l4proto,
-      tcpFlags: packet.tcpFlags,
-      ...(packet.icmpType !== undefined && { icmpType: packet.icmpType, icmpCode: packet.icmpCode }),
-      mark: packet.mark,
-      length: packet.length,
-      dscp: packet.dscp,
-      ttl: packet.ttl,
-      ...(packet.skuid !== undefined && { skuid: packet.skuid }),
-      ...(packet.skgid !== undefined && { skgid: packet.skgid }),
-    },
+    pkt,
     ct: {
-      ...packet.ct,
+      state: ct.state,
+      mark: ct.mark,
+      status: ct.status,
+      zone: ct.zone,
+      direction: ct.direction,
+      helper: undefined,
+      labels: undefined,
+      reply: undefined,
       original: { src: packet.src, dst: packet.dst, sport: packet.sport, dport: packet.dport },
     },
     ctAttached: false,
-    conn: { table: state.conntrack, explicit: how.explicitCt, keep: how.keep, mapped: {}, carried: false },
-    ...(packet.iif !== undefined && { iif: packet.iif }),
+    conn: { table: state.conntrack, explicit: how.explicitCt, keep: how.keep, entry: undefined, tuple: undefined, mapped: {}, carried: false },
+    iif: packet.iif,
+    oif: undefined,
     natDone: new Set(),
     nat: [],
     trace: [],
@@ -202,6 +221,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     chain: undefined as never,
     basePriority: 0,
     orderDependent: false,
+    rule: undefined,
   };
   const ending = packet.iif !== undefined ? receive(ctx, packet.oif) : send(ctx, packet);
   // A found entry is the kernel's own object: what the packet changed stays, dropped or not.

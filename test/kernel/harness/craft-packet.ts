@@ -22,6 +22,15 @@ export interface KernelPacket {
   /** Initial meta mark (`0x4000` or a number). */
   readonly mark?: string | number;
   readonly ttl?: number;
+  /** For the simulator only: the harness sends a local packet from root's socket, so 0 is the
+   * only truthful value (the kernel's `meta skuid` of it). */
+  readonly skuid?: number;
+  readonly skgid?: number;
+  /** Harness only (nftsim does not track TCP windows): sequence and acknowledgement numbers, so
+   * that the packets of a flow pass conntrack's window check (nf_conntrack_proto_tcp.c
+   * tcp_in_window). Default 0x10000000 and 0. */
+  readonly tcpSeq?: number;
+  readonly tcpAck?: number;
 }
 
 /** A packet as seen on the wire: addresses and ports after whatever NAT the node did. */
@@ -108,7 +117,8 @@ function craftTransport(packet: KernelPacket, protocol: KernelProtocol, src: Buf
       segment = Buffer.alloc(20);
       segment.writeUInt16BE(sport, 0);
       segment.writeUInt16BE(dport, 2);
-      segment.writeUInt32BE(0x1000_0000, 4);
+      segment.writeUInt32BE(packet.tcpSeq ?? 0x1000_0000, 4);
+      segment.writeUInt32BE(packet.tcpAck ?? 0, 8);
       segment.writeUInt8(5 << 4, 12);
       segment.writeUInt8(encodeTcpFlags(packet.tcpFlags ?? 'syn'), 13);
       segment.writeUInt16BE(64240, 14);

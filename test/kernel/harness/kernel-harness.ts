@@ -52,6 +52,22 @@ export interface KernelCase {
   readonly packet: KernelPacket;
 }
 
+/** A packet of a flow: a packet, or the reply to the previous one (its addresses and ports as the
+ * previous packet's peer captured them, swapped; injected from that peer), fields overriding. */
+export type KernelFlowPacket = KernelPacket | ({ readonly reply: true } & Partial<KernelPacket>);
+
+export interface KernelFlowCase {
+  /** Loaded once; the conntrack table is flushed before the first packet only. */
+  readonly rulesets: readonly KernelRuleset[];
+  /** The initial mark of packets from outside is the first packet's (one trace table for all). */
+  readonly packets: readonly KernelFlowPacket[];
+}
+
+export interface KernelFlowResult {
+  /** Each packet as injected (replies resolved) and what the kernel did to it. */
+  readonly steps: readonly { readonly packet: KernelPacket; readonly result: KernelResult }[];
+}
+
 export interface KernelHarnessOptions {
   /** More addresses for a peer, by host interface name (e.g. the pods behind cni0); `a.b.c.d/len`. */
   readonly peerAddresses?: Readonly<Record<string, readonly string[]>>;
@@ -85,8 +101,8 @@ export interface KernelResult {
   /** What arrived on the far side, addresses and ports as rewritten by the node. */
   readonly delivered: KernelPacketSeen | undefined;
   /**
-   * forwarded / sent: passed the end of postrouting (from an interface / generated locally);
-   * delivered: passed the end of input; dropped: neither (a drop or reject verdict, which prints as
+   * forwarded / sent: passed the end of postrouting (from an interface / generated locally) and
+   * did not come back in through lo; delivered: passed the end of input; dropped: neither (a drop or reject verdict, which prints as
    * drop, is then the last event; without one the stack dropped it, e.g. no route).
    */
   readonly disposition: KernelDisposition;
@@ -100,6 +116,9 @@ export interface KernelHarness {
   readonly nodeNamespace: string;
   readonly peerNamespaces: ReadonlyMap<string, string>;
   run(testCase: KernelCase): Promise<KernelResult>;
+  /** Several packets of one or more connections, later ones meeting the conntrack entries of the
+   * earlier ones. */
+  runFlow(flowCase: KernelFlowCase): Promise<KernelFlowResult>;
   close(): void;
 }
 
@@ -161,7 +180,8 @@ export async function openKernelHarness(host: KernelHost, options: KernelHarness
     return {
       nodeNamespace: node,
       peerNamespaces: peers,
-      run: (testCase) => runner.run(testCase),
+      run: async (testCase) => (await runner.runFlow({ rulesets: testCase.rulesets, packets: [testCase.packet] })).steps[0]!.result,
+      runFlow: (flowCase) => runner.runFlow(flowCase),
       close,
     };
   } catch (error) {
@@ -363,11 +383,21 @@ class CaseRunner {
     }
   }
 
-  async run(testCase: KernelCase): Promise<KernelResult> {
-    const started = performance.now();
-    const { packet } = testCase;
-    const listing = this.loadRulesets(testCase.rulesets, packet.iif === undefined ? undefined : packet.mark);
+  async runFlow(flowCase: KernelFlowCase): Promise<KernelFlowResult> {
+    const [first] = flowCase.packets;
+    if (first === undefined || 'reply' in first) throw new Error('a flow starts with a packet, not a reply');
+    const listing = this.loadRulesets(flowCase.rulesets, first.iif === undefined ? undefined : first.mark);
     await this.agent.request({ op: 'flush' });
+    const steps: { packet: KernelPacket; result: KernelResult }[] = [];
+    for (const written of flowCase.packets) {
+      const packet = 'reply' in written ? replyTo(steps[steps.length - 1], written) : written;
+      steps.push({ packet, result: await this.inject(packet, listing) });
+    }
+    return { steps };
+  }
+
+  private async inject(packet: KernelPacket, listing: ReadonlyMap<string, ListedChain>): Promise<KernelResult> {
+    const started = performance.now();
     const tag = this.takeTag();
     const via = packet.iif === undefined ? -1 : this.host.interfaces.findIndex((iface) => iface.name === packet.iif);
     if (via === -1 && packet.iif !== undefined) throw new Error(`packet.iif ${packet.iif} is not a host interface`);
@@ -379,7 +409,10 @@ class CaseRunner {
       op: 'inject',
       via,
       packet: craftPacket(packet, tag).toString('hex'),
-      sentinel: craftSentinel(via === -1 ? '127.0.0.1' : '192.0.0.8', tag).toString('hex'),
+      // After a local packet the sentinel comes in from the first peer: a packet the node sent
+      // itself through lo waits in the same backlog, so its prerouting and input come first.
+      sentinel: craftSentinel(via === -1 && this.host.interfaces.length === 0 ? '127.0.0.1' : '192.0.0.8', tag).toString('hex'),
+      ...(via === -1 && this.host.interfaces.length > 0 && { sentinelVia: 0 }),
       dst: packet.dst,
       mark: packet.iif === undefined ? parseMark(packet.mark) : 0,
       oif: packet.oif,
@@ -476,7 +509,7 @@ class CaseRunner {
     const tagText = String(family === 'ip' ? tag & 0xffff : tag);
     const parsed = lines.map((line) => ({ line, parsed: parseNftTraceLine(line) }));
     const ids = new Set(
-      parsed.flatMap(({ parsed: p }) => (p?.kind === 'packet' && p.packet.fields[tagKey] === tagText ? [p.packet.id] : [])),
+      parsed.flatMap(({ parsed: p }) => (p?.kind === 'packet' && p.packet.fields[tagKey] === tagText && !isSentinel(p.packet, tag) ? [p.packet.id] : [])),
     );
     const mine = parsed.filter(({ parsed: p }) => p !== undefined && ids.has(p.kind === 'packet' ? p.packet.id : p.event.id));
     const packets: TracePacketLine[] = [];
@@ -484,6 +517,9 @@ class CaseRunner {
     let hook: string | undefined;
     let priority: number | undefined;
     const reached: KernelHookEnd[] = [];
+    // A locally generated packet to a local address leaves through lo and comes back in: the
+    // trace table's prerouting chain then sees it.
+    let cameBack = false;
     for (const { parsed: p } of mine) {
       if (p === undefined) continue;
       if (p.kind === 'packet') {
@@ -494,6 +530,7 @@ class CaseRunner {
       const chain = chains.get(chainKey(event.family, event.table, event.chain));
       if (chain?.hook !== undefined) [hook, priority] = [chain.hook, chain.priority];
       if (event.table === TRACE_TABLE && event.family === 'inet') {
+        if (event.chain === 'pre' && packet.iif === undefined) cameBack = true;
         const end = HOOK_END_CHAINS.find((name) => `end_${name}` === event.chain);
         if (end && event.kind === 'policy') reached.push(end);
         continue;
@@ -516,12 +553,35 @@ class CaseRunner {
       trace,
       packets,
       delivered: seen,
-      disposition: reached.includes('postrouting') ? (packet.iif === undefined ? 'sent' : 'forwarded') : reached.includes('input') ? 'delivered' : 'dropped',
+      disposition: reached.includes('input') ? 'delivered' : reached.includes('postrouting') && !cameBack ? (packet.iif === undefined ? 'sent' : 'forwarded') : 'dropped',
       reached,
       lines: mine.map(({ line }) => line),
       elapsedMs: performance.now() - started,
     };
   }
+}
+
+/** craft-packet.ts's default sequence number, and the one a reply starts from. */
+const DEFAULT_SEQ = 0x1000_0000;
+export const REPLY_SEQ = 0x2000_0000;
+
+/** The reply to the previous packet of a flow, from what its peer captured. */
+function replyTo(previous: { packet: KernelPacket; result: KernelResult } | undefined, written: { reply: true } & Partial<KernelPacket>): KernelPacket {
+  const seen = previous?.result.delivered;
+  if (!previous || !seen) throw new Error('a reply needs a previous packet that a peer captured');
+  const { reply: _reply, ...overrides } = written;
+  const { protocol } = previous.packet;
+  const ported = protocol === 'tcp' || protocol === 'udp';
+  return {
+    iif: seen.iface,
+    src: seen.dst,
+    dst: seen.src,
+    protocol,
+    ...(ported && { sport: seen.dport, dport: seen.sport }),
+    // The server's answer to a SYN: its own sequence number, the client's acknowledged.
+    ...(protocol === 'tcp' && { tcpFlags: 'syn,ack', tcpSeq: REPLY_SEQ, tcpAck: ((previous.packet.tcpSeq ?? DEFAULT_SEQ) + 1) >>> 0 }),
+    ...overrides,
+  };
 }
 
 /** Chains by `family table name` from `nft -j list ruleset`: hook, priority and rule handles. */

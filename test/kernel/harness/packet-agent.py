@@ -7,7 +7,8 @@
 # ({"ok": true, ...} or {"ok": false, "error": "..."}). Operations:
 #   open     {node, peers: [{ns, ifname, dstMac, srcMac}]}  open every socket
 #   flush    {}                                             delete every conntrack entry in node
-#   inject   {via, packet, sentinel, dst?, mark?, oif?}     drain captures, send packet then sentinel
+#   inject   {via, packet, sentinel, dst?, mark?, oif?, sentinelVia?}
+#                                                           drain captures, send packet then sentinel
 #   collect  {graceMs}                                      frames seen on the peers since inject
 # `via` is a peer index (frame sent on the peer's veth, so it enters the node on the interface's
 # other end) or -1 (sent from a raw socket inside the node: the output path).
@@ -113,12 +114,14 @@ class Agent:
         except PermissionError:
             pass  # netfilter dropped it on the output path: EPERM is that verdict, not a failure
 
-    def inject(self, via, packet, sentinel, dst=None, mark=0, oif=None):
+    def inject(self, via, packet, sentinel, dst=None, mark=0, oif=None, sentinel_via=None):
         self.drain()
         self.send(via, bytes.fromhex(packet), dst, mark, oif)
-        # The sentinel follows the same way in; the harness knows the case packet has been
-        # handled once the sentinel's trace line arrives.
-        self.send(via, bytes.fromhex(sentinel), '127.0.0.1' if via < 0 else None)
+        # The sentinel follows the same way in (or, after a local packet, in from a peer: it then
+        # queues behind a packet the node sent to itself through lo, in the CPU's one backlog);
+        # the harness knows the case packet has been handled once the sentinel's trace line arrives.
+        sentinel_via = via if sentinel_via is None else sentinel_via
+        self.send(sentinel_via, bytes.fromhex(sentinel), '127.0.0.1' if sentinel_via < 0 else None)
         return {}
 
     def collect(self, grace_ms):
@@ -156,7 +159,8 @@ def main():
                 reply = agent.flush()
             elif op == 'inject':
                 reply = agent.inject(request['via'], request['packet'], request['sentinel'],
-                                     request.get('dst'), request.get('mark', 0), request.get('oif'))
+                                     request.get('dst'), request.get('mark', 0), request.get('oif'),
+                                     request.get('sentinelVia'))
             elif op == 'collect':
                 reply = agent.collect(request['graceMs'])
             else:

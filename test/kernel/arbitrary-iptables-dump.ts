@@ -1,0 +1,182 @@
+// fast-check arbitraries for an iptables-save dump loaded with iptables-nft-restore beside the
+// generated nft tables (kernel-differential tests, issue 4): the mangle, nat and filter tables,
+// their built-in chains and one user chain each, with the matches and targets nftsim lowers (mark,
+// connmark, conntrack, addrtype, multiport, statistic, comment; MARK --set-xmark and friends,
+// CONNMARK save/restore with masks, REJECT, DNAT/SNAT with ranges, MASQUERADE, REDIRECT).
+import fc from 'fast-check';
+import type { Hook } from './arbitrary-nft-rule.js';
+import { ADDRESSES } from './generated-host.js';
+
+type IptTable = 'mangle' | 'nat' | 'filter';
+
+interface IptPart {
+  readonly text: string;
+  /** Allowed only in these built-in chains' hooks (iptables refuses -i in OUTPUT, …). */
+  readonly hooks?: readonly Hook[];
+  /** The target needs `-p tcp`/`-p udp` (a port) or `-p tcp` (tcp-reset). */
+  readonly needs?: 'port' | 'tcp';
+  /** iptables allows each of -s, -d, -i, -o once per rule. */
+  readonly option?: string;
+}
+
+interface IptRule {
+  readonly matches: readonly IptPart[];
+  readonly proto?: { readonly text: string; readonly proto: 'tcp' | 'udp' | 'icmp' };
+  readonly target: IptPart;
+}
+
+interface IptChains {
+  readonly builtin: readonly { readonly hook: Hook; readonly policy: 'ACCEPT' | 'DROP'; readonly rules: readonly IptRule[] }[];
+  readonly user: readonly IptRule[];
+}
+
+export interface GenIptablesDump {
+  readonly tables: Partial<Record<IptTable, IptChains>>;
+  /** Loaded before the nft tables (else after): decides the order of equal-priority chains. */
+  readonly first: boolean;
+}
+
+/** iptables-nft's built-in chains (iptables/nft.c builtin_table): the hooks of each table. */
+const BUILTIN_HOOKS: Readonly<Record<IptTable, readonly Hook[]>> = {
+  mangle: ['prerouting', 'input', 'forward', 'output', 'postrouting'],
+  nat: ['prerouting', 'input', 'output', 'postrouting'],
+  filter: ['input', 'forward', 'output'],
+};
+const IN_HOOKS: readonly Hook[] = ['prerouting', 'input', 'forward'];
+const OUT_HOOKS: readonly Hook[] = ['forward', 'output', 'postrouting'];
+const USER_CHAIN = 'X';
+
+const a = ADDRESSES.ip;
+
+const match: fc.Arbitrary<IptPart> = fc.oneof(
+  fc.constantFrom(a.client[0], a.client[2], a.server[1]).map((x) => ({ text: `-s ${x}/32`, option: 's' })),
+  fc.constantFrom(a.server[1], a.server[2], a.client[1]).map((x) => ({ text: `-d ${x}/32`, option: 'd' })),
+  fc.constant({ text: `! -d ${a.client[1]}/32`, option: 'd' }),
+  fc.constant({ text: `-d ${a.prefixes[1]}`, option: 'd' }),
+  fc.constantFrom('eth0', 'eth1').map((i) => ({ text: `-i ${i}`, hooks: IN_HOOKS, option: 'i' })),
+  fc.constantFrom('eth0', 'eth1').map((i) => ({ text: `-o ${i}`, hooks: OUT_HOOKS, option: 'o' })),
+  fc.constantFrom('-m mark --mark 0x10/0xff', '-m mark ! --mark 0x4000/0x4000', '-m mark --mark 0x1bd20', '-m connmark --mark 0x7').map((text) => ({ text })),
+  fc.constantFrom('NEW', 'RELATED,ESTABLISHED', 'INVALID', 'DNAT').map((s) => ({ text: `-m conntrack --ctstate ${s}` })),
+  fc.constantFrom('--dst-type LOCAL', '--src-type LOCAL', '! --dst-type LOCAL').map((t) => ({ text: `-m addrtype ${t}` })),
+  fc.constant({ text: '-m statistic --mode random --probability 0.50000000000' }),
+  fc.constant({ text: '-m comment --comment "generated rule"' }),
+);
+
+const proto = fc.constantFrom<NonNullable<IptRule['proto']>>(
+  { text: '-p tcp -m tcp --dport 80', proto: 'tcp' },
+  { text: '-p tcp -m multiport --dports 80,443', proto: 'tcp' },
+  { text: '-p udp -m udp --dport 53', proto: 'udp' },
+  { text: '-p tcp -m tcp --tcp-flags SYN,RST,ACK SYN', proto: 'tcp' },
+  { text: '-p icmp -m icmp --icmp-type 8', proto: 'icmp' },
+);
+
+const markTarget = fc.constantFrom(
+  '-j MARK --set-xmark 0x10/0xff',
+  '-j MARK --set-xmark 0x4000/0x4000',
+  '-j MARK --or-mark 0x4000',
+  '-j MARK --and-mark 0xffffbfff',
+  '-j MARK --xor-mark 0x4000',
+  '-j MARK --set-mark 0x20',
+  '-j CONNMARK --save-mark --nfmask 0xff --ctmask 0xff',
+  '-j CONNMARK --restore-mark --nfmask 0xffff --ctmask 0xffff',
+  '-j CONNMARK --set-xmark 0x7/0xff',
+  '-j CONNMARK --save-mark',
+  '-j CONNMARK --restore-mark',
+);
+
+/** The nat table refuses DROP ("The nat table is not intended for filtering"). */
+function plainTarget(table: IptTable): fc.Arbitrary<IptPart> {
+  const verdicts = table === 'nat' ? ['-j ACCEPT', '-j RETURN'] : ['-j ACCEPT', '-j DROP', '-j RETURN'];
+  return fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...verdicts).map((text) => ({ text })) }, { weight: 4, arbitrary: markTarget.map((text) => ({ text })) });
+}
+
+/** Targets of a table's built-in chains beyond the plain ones, by hook where it matters. */
+const TABLE_TARGETS: Readonly<Record<IptTable, readonly IptPart[]>> = {
+  mangle: [],
+  filter: [
+    { text: '-j REJECT --reject-with icmp-port-unreachable' },
+    { text: '-j REJECT --reject-with tcp-reset', needs: 'tcp' },
+    { text: '-j REJECT --reject-with icmp-host-unreachable' },
+  ],
+  nat: [
+    { text: `-j DNAT --to-destination ${a.server[2]}:8080`, hooks: ['prerouting', 'output'], needs: 'port' },
+    { text: `-j DNAT --to-destination ${a.natRange}`, hooks: ['prerouting', 'output'] },
+    { text: `-j DNAT --to-destination ${a.server[2]}`, hooks: ['prerouting', 'output'] },
+    { text: '-j REDIRECT --to-ports 8080', hooks: ['prerouting', 'output'], needs: 'port' },
+    { text: '-j MASQUERADE', hooks: ['postrouting'] },
+    { text: '-j MASQUERADE --random-fully', hooks: ['postrouting'] },
+    { text: '-j MASQUERADE --to-ports 10000-10100', hooks: ['postrouting'], needs: 'port' },
+    { text: `-j SNAT --to-source ${a.snatRange}`, hooks: ['postrouting', 'input'] },
+    { text: `-j SNAT --to-source ${a.snat[1]}:2000-3000`, hooks: ['postrouting', 'input'], needs: 'port' },
+  ],
+};
+
+function rule(table: IptTable, builtin: boolean): fc.Arbitrary<IptRule> {
+  const targets = builtin ? TABLE_TARGETS[table] : [];
+  const jump = builtin ? [{ weight: 2, arbitrary: fc.constant({ text: `-j ${USER_CHAIN}` }) }] : [];
+  const special = targets.length > 0 ? [{ weight: 3, arbitrary: fc.constantFrom(...targets) }] : [];
+  return fc.record(
+    {
+      matches: fc.uniqueArray(match, { maxLength: 2, selector: (m) => m.option ?? m.text }),
+      proto,
+      target: fc.oneof({ weight: 4, arbitrary: plainTarget(table) }, ...jump, ...special),
+    },
+    { requiredKeys: ['matches', 'target'] },
+  );
+}
+
+function chains(table: IptTable): fc.Arbitrary<IptChains> {
+  return fc.record({
+    builtin: fc.subarray([...BUILTIN_HOOKS[table]], { minLength: 1 }).chain((hooks) =>
+      fc.tuple(
+        ...hooks.map((hook) =>
+          fc.record({
+            hook: fc.constant(hook),
+            policy: table === 'filter' ? fc.constantFrom<'ACCEPT' | 'DROP'>('ACCEPT', 'ACCEPT', 'DROP') : fc.constant<'ACCEPT'>('ACCEPT'),
+            rules: fc.array(rule(table, true), { maxLength: 3 }),
+          }),
+        ),
+      ),
+    ),
+    user: fc.array(rule(table, false), { maxLength: 3 }),
+  });
+}
+
+export const arbitraryIptablesDump: fc.Arbitrary<GenIptablesDump> = fc.record({
+  tables: fc.record({ mangle: chains('mangle'), nat: chains('nat'), filter: chains('filter') }, { requiredKeys: [] }),
+  first: fc.boolean(),
+});
+
+function renderRule(chain: string, r: IptRule, hook: Hook | undefined): string | undefined {
+  const fits = (part: IptPart): boolean => part.hooks === undefined || (hook !== undefined && part.hooks.includes(hook));
+  if (!fits(r.target)) return undefined;
+  const needs = r.target.needs;
+  const protocol = needs === 'tcp' ? (r.proto?.proto === 'tcp' ? r.proto : undefined) : needs === 'port' ? (r.proto?.proto === 'icmp' ? undefined : r.proto) : r.proto;
+  if (needs && !protocol) return undefined;
+  const parts = [`-A ${chain}`, ...r.matches.filter(fits).map((m) => m.text), ...(protocol ? [protocol.text] : []), r.target.text];
+  return parts.join(' ');
+}
+
+/** iptables-save text; nat user chains hold no NAT (their hooks are their callers'). */
+export function renderIptablesDump(dump: GenIptablesDump): string {
+  const lines: string[] = [];
+  for (const table of ['mangle', 'nat', 'filter'] as const) {
+    const chainsOf = dump.tables[table];
+    if (!chainsOf) continue;
+    lines.push(`*${table}`);
+    for (const chain of chainsOf.builtin) lines.push(`:${chain.hook.toUpperCase()} ${chain.policy} [0:0]`);
+    lines.push(`:${USER_CHAIN} - [0:0]`);
+    for (const chain of chainsOf.builtin) {
+      for (const r of chain.rules) {
+        const text = renderRule(chain.hook.toUpperCase(), r, chain.hook);
+        if (text) lines.push(text);
+      }
+    }
+    for (const r of chainsOf.user) {
+      const text = renderRule(USER_CHAIN, r, undefined);
+      if (text) lines.push(text);
+    }
+    lines.push('COMMIT');
+  }
+  return `${lines.join('\n')}\n`;
+}

@@ -1,0 +1,69 @@
+// The host of the generated kernel-differential cases and the addresses the generators use on it,
+// per address family (differential-arbitraries.ts, arbitrary-nft-rule.ts, arbitrary-iptables-dump.ts).
+import type { KernelHost } from './harness/kernel-harness.js';
+
+/** A dual-stack router between a client network (eth0) and a server network (eth1); no default
+ * route, so a destination outside both is dropped by routing. */
+export const GENERATED_HOST: KernelHost = {
+  interfaces: [
+    { name: 'eth0', addresses: ['192.0.2.10/24', '2001:db8:1::10/64'] },
+    { name: 'eth1', addresses: ['198.51.100.10/24', '2001:db8:2::10/64'] },
+  ],
+  routes: [],
+  forwarding: true,
+};
+
+export type AddressFamily = 'ip' | 'ip6';
+
+/**
+ * The addresses of one family. NAT address ranges (`natRange`, `snatRange`) lie where every
+ * address of the range is alike for every generated match (inside `prefixes[1]`, outside
+ * `prefixes[2]`, `range` and the set elements): the kernel picks one by hash, nftsim keeps the
+ * range, and the rules after the NAT must not tell its members apart.
+ */
+export interface FamilyAddresses {
+  /** Client side (eth0 network): a client, the node, another client. */
+  readonly client: readonly [string, string, string];
+  /** Server side (eth1 network): the node, two servers. */
+  readonly server: readonly [string, string, string];
+  /** Routed nowhere. */
+  readonly unroutable: string;
+  readonly prefixes: readonly [string, string, string, string];
+  readonly range: string;
+  /** Pairwise disjoint: nft refuses overlapping elements of an interval set. */
+  readonly setElements: readonly string[];
+  readonly natRange: string;
+  readonly snatRange: string;
+  /** The SNAT address on each side. */
+  readonly snat: readonly [string, string];
+}
+
+export const ADDRESSES: Readonly<Record<AddressFamily, FamilyAddresses>> = {
+  ip: {
+    client: ['192.0.2.1', '192.0.2.10', '192.0.2.77'],
+    server: ['198.51.100.10', '198.51.100.20', '198.51.100.30'],
+    unroutable: '203.0.113.5',
+    prefixes: ['192.0.2.0/24', '198.51.100.0/25', '198.51.100.16/28', '10.0.0.0/8'],
+    range: '198.51.100.15-198.51.100.25',
+    setElements: ['192.0.2.1', '192.0.2.10', '198.51.100.20', '198.51.100.30', '198.51.100.128/25', '10.0.0.0/8'],
+    natRange: '198.51.100.40-198.51.100.45',
+    snatRange: '198.51.100.90-198.51.100.95',
+    snat: ['192.0.2.99', '198.51.100.99'],
+  },
+  ip6: {
+    client: ['2001:db8:1::1', '2001:db8:1::10', '2001:db8:1::77'],
+    server: ['2001:db8:2::10', '2001:db8:2::20', '2001:db8:2::30'],
+    unroutable: '2001:db8:3::5',
+    prefixes: ['2001:db8:1::/64', '2001:db8:2::/120', '2001:db8:2::10/124', 'fd00::/8'],
+    range: '2001:db8:2::15-2001:db8:2::25',
+    setElements: ['2001:db8:1::1', '2001:db8:1::10', '2001:db8:2::20', '2001:db8:2::30', '2001:db8:2::80/121', 'fd00::/8'],
+    natRange: '2001:db8:2::40-2001:db8:2::45',
+    snatRange: '2001:db8:2::90-2001:db8:2::95',
+    snat: ['2001:db8:1::99', '2001:db8:2::99'],
+  },
+};
+
+/** `a:port` with IPv6 addresses in brackets, as nft writes a NAT target. */
+export function withPort(family: AddressFamily, address: string, port: string): string {
+  return family === 'ip6' ? `[${address}]:${port}` : `${address}:${port}`;
+}
