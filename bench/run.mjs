@@ -13,11 +13,23 @@
 //    built into the table blobs, not committed; issue 3 asks nftsim to be no slower), each in a
 //    fresh namespace per run.
 //
+// 5. Simulation (issue 4, Speed): for dumps of 1,000, 10,000 and 50,000 services, parse once and
+//    simulate 100,000 random packets (ClusterIP:port hits, NodePort hits, misses) with a seed, one
+//    outcome each, in a fresh process per size (bench/measure-simulate.mjs); also some packets
+//    listing every random branch, the listings that bench/out holds, and the same services as
+//    kube-proxy's nftables mode writes them (verdict maps; bench/gen/kube-proxy-nft.mjs). The
+//    per-packet cost from 1,000 to 50,000 services shows what the chain and set indexes buy.
+// 6. The alternative a user has today for one packet: load the dump into a namespace, turn on
+//    nftrace and read `nft monitor trace` until the packet's first line (bench/trace-one-packet.sh).
+// 7. Lint (issue 5): lintRuleset on the parsed dump and on the node (listing + dump), against
+//    its parse time (bench/measure-lint.mjs).
+//
 // Generated files are cached in bench/out/ (gitignored) and made again when missing or when the
-// options change. Steps 2 and 4 need root and network namespaces; without them the kernel steps
+// options change. Steps 2, 4 and 6 need root and network namespaces; without them the kernel steps
 // are skipped, said so, and nftsim is measured on what exists.
 //
-//   node bench/run.mjs [--services 10000] [--runs 3]
+//   node bench/run.mjs [--services 10000] [--runs 3] [--sim-services 1000,10000,50000]
+//                      [--sim-packets 100000] [--all-branches 2000]
 //
 // NFTSIM_NETNS_PREFIX sets the namespace name prefix (default nftsim-bench); the pid is appended.
 
@@ -28,6 +40,7 @@ import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { generateKubeProxyDump } from './gen/kube-proxy-dump.mjs';
+import { generateKubeProxyNft } from './gen/kube-proxy-nft.mjs';
 
 const BENCH = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(BENCH, '..');
@@ -38,26 +51,42 @@ const { values: args } = parseArgs({
   options: {
     services: { type: 'string', default: '10000' },
     runs: { type: 'string', default: '3' },
+    'sim-services': { type: 'string', default: '1000,10000,50000' },
+    'sim-packets': { type: 'string', default: '100000' },
+    'all-branches': { type: 'string', default: '2000' },
   },
 });
 const runs = Math.max(1, Number(args.runs));
-/** @type {import('./gen/kube-proxy-dump.mjs').KubeProxyDumpOptions} */
-const dumpOptions = {
-  services: Number(args.services),
-  endpointsPerService: 5,
-  seed: 1,
-  nodePorts: true,
-  // `-m recent` lists as `xt match recent`, which `nft -f` refuses: without affinity the
-  // listing loads back into nft, so step 4 can time it.
-  sessionAffinity: false,
-};
-const base = dumpOptions.services % 1000 === 0 ? `kube-${dumpOptions.services / 1000}k` : `kube-${dumpOptions.services}`;
-const files = {
-  dump: path.join(OUT, `${base}.save`),
-  listing: path.join(OUT, `${base}.nft`),
-  // what made the cached files, and how long the kernel tools took
-  meta: path.join(OUT, `${base}.meta.json`),
-};
+const simSizes = args['sim-services'].split(',').map(Number);
+
+/**
+ * The cached files of one dump size.
+ * @typedef {object} Inputs
+ * @property {import('./gen/kube-proxy-dump.mjs').KubeProxyDumpOptions} options
+ * @property {string} dump     the iptables dump
+ * @property {string} listing  its `nft list ruleset` after iptables-nft-restore
+ * @property {string} meta     what made the cached files, and how long the kernel tools took
+ */
+
+/** @param {number} services @returns {Inputs} */
+function inputsFor(services) {
+  const base = services % 1000 === 0 ? `kube-${services / 1000}k` : `kube-${services}`;
+  return {
+    options: {
+      services,
+      endpointsPerService: 5,
+      seed: 1,
+      nodePorts: true,
+      // `-m recent` lists as `xt match recent`, which `nft -f` refuses: without affinity the
+      // listing loads back into nft, so step 4 can time it.
+      sessionAffinity: false,
+    },
+    dump: path.join(OUT, `${base}.save`),
+    listing: path.join(OUT, `${base}.nft`),
+    meta: path.join(OUT, `${base}.meta.json`),
+  };
+}
+const files = inputsFor(Number(args.services));
 
 // Ctrl-C also reaches the tool running in the foreground; it stops, `run` throws, and the
 // namespace is deleted on the way out. Without a listener Node would die at once and leave it.
@@ -77,7 +106,8 @@ function main() {
   const kernel = findKernelSkipReason();
   if (kernel) console.log(`note: ${kernel}; the nft steps are skipped.\n`);
 
-  const meta = ensureFiles(kernel === undefined);
+  const meta = ensureFiles(files, kernel === undefined);
+  if (!existsSync(files.listing)) console.log(`note: no ${rel(files.listing)}: making it needs the kernel.`);
   const inputs = [files.listing, files.dump].filter((file) => existsSync(file));
   const restoreMissing = kernel === undefined && !hasCommand('iptables-legacy-restore');
   if (restoreMissing) console.log('note: iptables-legacy-restore is not installed; the dump has no reference time.\n');
@@ -86,7 +116,23 @@ function main() {
     nftsim: measureNftsim(file),
     reference: kernel !== undefined ? undefined : file === files.listing ? measureNftCheck(file) : restoreMissing ? undefined : measureRestoreTest(file),
   }));
+
+  const simulations = simSizes.flatMap((services) => {
+    const sized = services === files.options.services ? files : inputsFor(services);
+    if (sized !== files) ensureFiles(sized, false);
+    return [sized.dump, sized.listing].filter((file) => existsSync(file)).map((file) => ({ services, file, result: measureSimulation(file, sized.dump) }));
+  });
+  // The same services as kube-proxy's nftables mode writes them: verdict maps instead of chains.
+  const nftMode = ensureNftablesMode(files);
+  simulations.push({ services: files.options.services, file: nftMode, result: measureSimulation(nftMode, files.dump) });
+  const traceSkip = kernel ?? (hasCommand('python3') ? undefined : 'python3 is not installed');
+  if (traceSkip) console.log(`note: ${traceSkip}; the kernel trace of one packet is skipped.`);
+  const trace = traceSkip ? undefined : measureKernelTrace(files.dump);
+  const lints = [[files.dump], [files.listing, files.dump]].filter((group) => group.every((file) => existsSync(file))).map((group) => ({ group, result: measureLint(group) }));
+
   printReport(meta, rows);
+  printSimulationReport(simulations, trace);
+  printLintReport(lints);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -102,31 +148,41 @@ function main() {
  * @property {string} [iptablesVersion]
  */
 
-/** Makes the dump and (with a kernel) the listing when missing or stale; returns how they were
- * made. @param {boolean} haveKernel @returns {Meta} */
-function ensureFiles(haveKernel) {
+/** Makes the dump and (with a kernel, when `listing`) the listing when missing or stale; returns
+ * how they were made. @param {Inputs} files @param {boolean} listing @returns {Meta} */
+function ensureFiles(files, listing) {
   /** @type {Meta | undefined} */
   let meta = existsSync(files.meta) ? JSON.parse(readFileSync(files.meta, 'utf8')) : undefined;
-  if (!meta || JSON.stringify(meta.options) !== JSON.stringify(dumpOptions) || !existsSync(files.dump)) {
+  if (!meta || JSON.stringify(meta.options) !== JSON.stringify(files.options) || !existsSync(files.dump)) {
     step(`generating ${rel(files.dump)}`);
     const start = performance.now();
-    writeFileSync(files.dump, generateKubeProxyDump(dumpOptions));
-    meta = { options: dumpOptions, generateMs: performance.now() - start };
+    writeFileSync(files.dump, generateKubeProxyDump(files.options));
+    meta = { options: files.options, generateMs: performance.now() - start };
     writeFileSync(files.meta, JSON.stringify(meta, null, 2));
   }
   const listingStale = !existsSync(files.listing) || statSync(files.listing).mtimeMs < statSync(files.dump).mtimeMs;
-  if (haveKernel && (listingStale || meta.listMs === undefined)) {
+  if (listing && (listingStale || meta.listMs === undefined)) {
     step(`loading it with iptables-nft-restore and listing ${rel(files.listing)} with nft`);
-    meta = { ...meta, ...makeListing(), nftVersion: versionOf('nft'), iptablesVersion: versionOf('iptables-nft') };
+    meta = { ...meta, ...makeListing(files), nftVersion: versionOf('nft'), iptablesVersion: versionOf('iptables-nft') };
     writeFileSync(files.meta, JSON.stringify(meta, null, 2));
-  } else if (!existsSync(files.listing)) {
-    console.log(`note: no ${rel(files.listing)}: making it needs the kernel.`);
   }
   return meta;
 }
 
-/** @returns {{ restoreMs: number, listMs: number }} */
-function makeListing() {
+/** The ruleset kube-proxy's nftables mode writes for the dump's services (the generator shares
+ * the plan), made when missing or older than its generator. @param {Inputs} files */
+function ensureNftablesMode(files) {
+  const file = files.dump.replace(/kube-([^/]*)\.save$/, 'kube-nftables-$1.nft');
+  const generator = path.join(BENCH, 'gen', 'kube-proxy-nft.mjs');
+  if (!existsSync(file) || statSync(file).mtimeMs < Math.max(statSync(generator).mtimeMs, statSync(files.dump).mtimeMs)) {
+    step(`generating ${rel(file)}`);
+    writeFileSync(file, generateKubeProxyNft(files.options));
+  }
+  return file;
+}
+
+/** @param {Inputs} files @returns {{ restoreMs: number, listMs: number }} */
+function makeListing(files) {
   return withNamespace((ns) => {
     const restore = timed(() => run('ip', ['netns', 'exec', ns, 'iptables-nft-restore'], { stdin: files.dump }));
     const list = timed(() => run('ip', ['netns', 'exec', ns, 'nft', 'list', 'ruleset'], { stdout: files.listing }));
@@ -208,6 +264,57 @@ function measureTool(tool, commandIn, stdin, file) {
   };
 }
 
+/**
+ * @typedef {object} Simulation   one line of bench/measure-simulate.mjs
+ * @property {number} parseMs
+ * @property {number} rules
+ * @property {number} packets
+ * @property {number} simulateMs
+ * @property {number} userMs
+ * @property {number} packetsPerSecond
+ * @property {number} firstPacketMs
+ * @property {number} uncertain
+ * @property {Record<string, number>} dispositions
+ * @property {{ packets: number, ms: number, outcomes: number, packetsPerSecond: number }} allBranches
+ * @property {number} maxRssKb
+ */
+
+/** Simulation of random packets on `file` (targets read from `dump`), in a fresh process.
+ * @param {string} file @param {string} dump @returns {Simulation | { failure: string }} */
+function measureSimulation(file, dump) {
+  step(`nftsim: simulating ${Number(args['sim-packets']).toLocaleString('en-US')} packets through ${rel(file)}`);
+  const child = spawnSync(process.execPath, [
+    path.join(BENCH, 'measure-simulate.mjs'), file, '--targets', dump,
+    '--packets', args['sim-packets'], '--all-branches', args['all-branches'],
+  ], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (child.status !== 0) {
+    const fatal = child.stderr.split('\n').find((line) => /FATAL|Error/.test(line)) ?? child.stderr.trim().split('\n').pop();
+    return { failure: `${child.signal ?? `status ${child.status}`}, ${fatal}` };
+  }
+  return JSON.parse(child.stdout);
+}
+
+/** bench/trace-one-packet.sh on the dump, for a TCP ClusterIP of it.
+ * @param {string} dump @returns {{ setupMs: number, restoreMs: number, firstTraceMs: number, totalMs: number, traceLines: number } | { failure: string }} */
+function measureKernelTrace(dump) {
+  const text = readFileSync(dump, 'utf8');
+  const service = /^-A KUBE-SERVICES -d ([\d.]+)\/32 -p tcp .*--dport (\d+) -j KUBE-SVC-/m.exec(text.slice(text.indexOf('\n*nat')));
+  if (!service) return { failure: `no TCP ClusterIP service in ${rel(dump)}` };
+  step(`the kernel: loading ${rel(dump)} into a namespace and tracing one packet to ${service[1]}:${service[2]}`);
+  const child = spawnSync('sh', [path.join(BENCH, 'trace-one-packet.sh'), `${NS_PREFIX}-${process.pid}`, dump, service[1], service[2]], { encoding: 'utf8' });
+  if (child.status !== 0) return { failure: `status ${child.status}: ${child.stderr.trim().split('\n').pop()}` };
+  return JSON.parse(child.stdout);
+}
+
+/** lintRuleset on the parsed files, in a fresh process.
+ * @param {string[]} group @returns {{ parseMs: number, lintMs: number, findings: number } | { failure: string }} */
+function measureLint(group) {
+  step(`nftsim: linting ${group.map(rel).join(' + ')}`);
+  const child = spawnSync(process.execPath, [path.join(BENCH, 'measure-lint.mjs'), ...group], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (child.status !== 0) return { failure: `status ${child.status}: ${child.stderr.trim().split('\n').pop()}` };
+  return JSON.parse(child.stdout);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Report
 
@@ -244,12 +351,88 @@ function printReport(meta, rows) {
       ref && ok ? `${(ok.userMs / ref.userMs).toFixed(2)}×` : '–',
     ]);
   }
-  const widths = table[0].map((_, c) => Math.max(...table.map((row) => row[c].length)));
-  for (const row of table) console.log(row.map((cell, c) => (c === 0 || c === 7 ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '));
+  printTable(table, [0, 7]);
   console.log('');
   for (const { file, nftsim, reference } of rows) {
     console.log(`${rel(file)}: ${'ms' in nftsim ? nftsim.detail : nftsim.failure}${reference?.detail ? `; ${reference.tool}: ${reference.detail}` : ''}`);
   }
+}
+
+/**
+ * @param {{ services: number, file: string, result: Simulation | { failure: string } }[]} simulations
+ * @param {{ setupMs: number, restoreMs: number, firstTraceMs: number, totalMs: number, traceLines: number } | { failure: string } | undefined} trace
+ */
+function printSimulationReport(simulations, trace) {
+  console.log(`\nsimulation: parse once, then ${Number(args['sim-packets']).toLocaleString('en-US')} random packets from a fixed seed (45% ClusterIP:port,`);
+  console.log('  25% NodePort on the node address, 30% misses) from an external client, one outcome each (`seed`);');
+  console.log(`  all branches: ${Number(args['all-branches']).toLocaleString('en-US')} more packets listing every random branch (nftsim run's default).`);
+  console.log('  packets/s by the clock and by user CPU (the CPU figure is steadier on a busy machine)\n');
+  const table = [['input', 'services', 'rules', 'parse', 'packets/s', 'CPU packets/s', 'µs/packet', 'all branches/s', 'outcomes/packet', 'uncertain']];
+  for (const { services, file, result } of simulations) {
+    if ('failure' in result) {
+      table.push([rel(file), services.toLocaleString('en-US'), 'failed', result.failure, '', '', '', '', '', '']);
+      continue;
+    }
+    table.push([
+      rel(file),
+      services.toLocaleString('en-US'),
+      result.rules.toLocaleString('en-US'),
+      seconds(result.parseMs),
+      Math.round(result.packetsPerSecond).toLocaleString('en-US'),
+      Math.round(result.packets / (result.userMs / 1000)).toLocaleString('en-US'),
+      (1000 * result.simulateMs / result.packets).toFixed(1),
+      Math.round(result.allBranches.packetsPerSecond).toLocaleString('en-US'),
+      (result.allBranches.outcomes / Math.max(1, result.allBranches.packets)).toFixed(2),
+      `${(100 * result.uncertain / result.packets).toFixed(0)}%`,
+    ]);
+  }
+  printTable(table, [0]);
+  const dumps = simulations.filter(({ file, result }) => file.endsWith('.save') && !('failure' in result));
+  const smallest = dumps[0];
+  const largest = dumps[dumps.length - 1];
+  if (smallest && largest && smallest !== largest && !('failure' in smallest.result) && !('failure' in largest.result)) {
+    const wall = smallest.result.packetsPerSecond / largest.result.packetsPerSecond;
+    const cpu = (largest.result.userMs / largest.result.packets) / (smallest.result.userMs / smallest.result.packets);
+    console.log(`\nper-packet cost ${largest.services.toLocaleString('en-US')} / ${smallest.services.toLocaleString('en-US')} services: ${wall.toFixed(2)}× by the clock, ${cpu.toFixed(2)}× by CPU (goal: < 2×)`);
+  }
+  const tenK = dumps.find((d) => d.services === 10000);
+  if (tenK && !('failure' in tenK.result)) console.log(`10,000 services: ${Math.round(tenK.result.packetsPerSecond).toLocaleString('en-US')} packets/s (goal: ≥ 200,000)`);
+  for (const { file, result } of dumps) {
+    if (!('failure' in result)) console.log(`${rel(file)}: the first packet took ${(result.firstPacketMs).toFixed(1)} ms (it builds the indexes of the chains it meets)`);
+  }
+  for (const { file, result } of simulations) {
+    if (!('failure' in result) && result.uncertain > 0) {
+      console.log(`${rel(file)}: ${result.uncertain} of ${result.packets} outcomes uncertain (an iptables-nft listing prints xt matches such as comments as blanks; the dump is the truth for those tables)`);
+    }
+  }
+  if (trace && 'failure' in trace) console.log(`\nthe kernel, one packet: failed (${trace.failure})`);
+  else if (trace) {
+    const same = dumps.find((d) => d.file === files.dump);
+    const sim = same && !('failure' in same.result) ? same.result : undefined;
+    console.log(`\nthe alternative today, for ONE packet through ${rel(files.dump)}: a namespace (${seconds(trace.setupMs)}), iptables-nft-restore`);
+    console.log(`  (${seconds(trace.restoreMs)}), nftrace on and \`nft monitor trace\` until the packet's first trace line (${seconds(trace.firstTraceMs)}:`);
+    console.log(`  nft reads the whole ruleset first): ${seconds(trace.totalMs)} in all, ${trace.traceLines} trace lines (bench/trace-one-packet.sh)` +
+      (sim ? `; nftsim: parse ${seconds(sim.parseMs)} once, then ${(1000 * sim.simulateMs / sim.packets).toFixed(1)} µs per packet` : ''));
+  }
+}
+
+/** @param {{ group: string[], result: { parseMs: number, lintMs: number, findings: number } | { failure: string } }[]} lints */
+function printLintReport(lints) {
+  if (lints.length === 0) return;
+  console.log('\nlint (issue 5 asks for less than 2× the parse time): parse, then lintRuleset, in a fresh process\n');
+  const table = [['input', 'parse', 'lint', 'lint / parse', 'findings']];
+  for (const { group, result } of lints) {
+    table.push('failure' in result
+      ? [group.map(rel).join(' + '), 'failed', result.failure, '', '']
+      : [group.map(rel).join(' + '), seconds(result.parseMs), seconds(result.lintMs), `${(result.lintMs / result.parseMs).toFixed(2)}×`, String(result.findings)]);
+  }
+  printTable(table, [0]);
+}
+
+/** Columns padded to their widest cell; `left` ones aligned left. @param {string[][]} table @param {number[]} left */
+function printTable(table, left) {
+  const widths = table[0].map((_, c) => Math.max(...table.map((row) => (row[c] ?? '').length)));
+  for (const row of table) console.log(row.map((cell, c) => (left.includes(c) ? cell.padEnd(widths[c]) : cell.padStart(widths[c]))).join('  '));
 }
 
 // ---------------------------------------------------------------------------------------------
