@@ -51,12 +51,12 @@ describe.runIf(canRun)(`iptables-nft-incompatible against the installed iptables
     spawnSync('ip', ['netns', 'del', NS]);
   });
 
-  it.for(ROWS)('$key', (row, { skip }) => {
+  it.for(ROWS)('$key', (row) => {
     const real = results.get(row.key)!;
     if (row.construct.refused !== undefined) {
-      // Rows the real nft must still refuse; nothing to compare.
+      // Rows the real nft must still refuse (row.construct.refused says why); nothing to compare.
       expect(real.refused, 'nft accepted a construct the matrix lists as refused').toBeDefined();
-      skip(row.construct.refused);
+      return;
     }
     expect(real.refused, `nft refused ${row.rule}`).toBeUndefined();
     const findings = lint(real.listing);
