@@ -5,34 +5,8 @@ import { parseNode } from '../../src/parser/parse-ruleset.js';
 import { runLintRules } from '../../src/rules/framework/lint-ruleset.js';
 import { markBitCollision } from '../../src/rules/mark-bit-collision.js';
 import { testRule } from './rule-tester.js';
+import { KUBE, NETBIRD, other } from './mark-fixtures.js';
 
-// kube-proxy's contract in nft words: OR 0x4000 in a chain reached from nat prerouting, test it
-// in nat postrouting. CLEAR is the rule under test, in a table of its own at mangle postrouting.
-const KUBE = [
-  'table ip nat {',
-  '\tchain PREROUTING {',
-  '\t\ttype nat hook prerouting priority dstnat; policy accept;',
-  '\t\tjump KUBE-MARK-MASQ',
-  '\t}',
-  '\tchain KUBE-MARK-MASQ {',
-  '\t\tmeta mark set mark or 0x4000',
-  '\t}',
-  '\tchain POSTROUTING {',
-  '\t\ttype nat hook postrouting priority srcnat; policy accept;',
-  '\t\tjump KUBE-POSTROUTING',
-  '\t}',
-  '\tchain KUBE-POSTROUTING {',
-  '\t\tmeta mark & 0x00004000 != 0x00004000 return',
-  '\t\tmeta mark set mark xor 0x4000',
-  '\t\tmasquerade fully-random',
-  '\t}',
-  '}',
-  '',
-].join('\n');
-// Netbird 0.40's full-word mark set at mangle prerouting and compared exactly at nat postrouting.
-const NETBIRD = 'table ip netbird {\n\tchain pre {\n\t\ttype filter hook prerouting priority mangle; policy accept;\n\t\tiifname "wt0" meta mark set 0x0001bd21\n\t}\n\tchain post {\n\t\ttype nat hook postrouting priority srcnat - 1; policy accept;\n\t\tmeta mark 0x0001bd21 masquerade\n\t}\n}\n';
-const other = (hook: string, priority: string, stmt: string): string =>
-  `${KUBE}table ip agent {\n\tchain c {\n\t\ttype filter hook ${hook} priority ${priority}; policy accept;\n\t\t${stmt}\n\t}\n}\n`;
 
 // Cilium tests its magic nibble, which its BPF programs set (no rule here sets it).
 const CILIUM = 'table ip filter {\n\tchain OUTPUT {\n\t\ttype filter hook output priority filter; policy accept;\n\t\tjump CILIUM_OUTPUT\n\t}\n\tchain CILIUM_OUTPUT {\n\t\tmeta mark & 0x00000f00 == 0x00000a00 accept\n\t}\n}\n';

@@ -1,34 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { masqueradeContract } from '../../src/rules/masquerade-contract.js';
 import { lintCode, testRule } from './rule-tester.js';
+import { KUBE, NETBIRD, other } from './mark-fixtures.js';
 
-// kube-proxy's contract in nft words: OR 0x4000 in a chain reached from nat prerouting,
-// masquerade in nat postrouting only when the bit is still there.
-const KUBE = [
-  'table ip nat {',
-  '\tchain PREROUTING {',
-  '\t\ttype nat hook prerouting priority dstnat; policy accept;',
-  '\t\tjump KUBE-MARK-MASQ',
-  '\t}',
-  '\tchain KUBE-MARK-MASQ {',
-  '\t\tmeta mark set mark or 0x4000',
-  '\t}',
-  '\tchain POSTROUTING {',
-  '\t\ttype nat hook postrouting priority srcnat; policy accept;',
-  '\t\tjump KUBE-POSTROUTING',
-  '\t}',
-  '\tchain KUBE-POSTROUTING {',
-  '\t\tmeta mark & 0x00004000 != 0x00004000 return',
-  '\t\tmeta mark set mark xor 0x4000',
-  '\t\tmasquerade fully-random',
-  '\t}',
-  '}',
-  '',
-].join('\n');
-// Netbird 0.40: a whole-word mark at mangle prerouting, an exact compare at nat postrouting.
-const NETBIRD = 'table ip netbird {\n\tchain pre {\n\t\ttype filter hook prerouting priority mangle; policy accept;\n\t\tiifname "wt0" meta mark set 0x0001bd21\n\t}\n\tchain post {\n\t\ttype nat hook postrouting priority srcnat - 1; policy accept;\n\t\tmeta mark 0x0001bd21 masquerade\n\t}\n}\n';
-const other = (hook: string, priority: string, stmt: string): string =>
-  `${KUBE}table ip agent {\n\tchain c {\n\t\ttype filter hook ${hook} priority ${priority}; policy accept;\n\t\t${stmt}\n\t}\n}\n`;
 // kube-proxy's iptables contracts (accept in KUBE-FORWARD, masquerade in KUBE-POSTROUTING) and a
 // masked CONNMARK restore in mangle FORWARD that copies the ct mark over the low 16 bits.
 const KUBE_IPT_RESTORE = [
