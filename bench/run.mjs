@@ -23,6 +23,8 @@
 //    nftrace and read `nft monitor trace` until the packet's first line (bench/trace-one-packet.sh).
 // 7. Lint (issue 5): lintRuleset on the parsed dump and on the node (listing + dump), against
 //    its parse time (bench/measure-lint.mjs).
+// 8. Diff (issue 6): `nftsim diff` of two snapshots of the main size, the second with a few
+//    services' endpoints moved (bench/measure-diff.mjs): time, probes, changed flows.
 //
 // Generated files are cached in bench/out/ (gitignored) and made again when missing or when the
 // options change. Steps 2, 4 and 6 need root and network namespaces; without them the kernel steps
@@ -129,10 +131,12 @@ function main() {
   if (traceSkip) console.log(`note: ${traceSkip}; the kernel trace of one packet is skipped.`);
   const trace = traceSkip ? undefined : measureKernelTrace(files.dump);
   const lints = [[files.dump], [files.listing, files.dump]].filter((group) => group.every((file) => existsSync(file))).map((group) => ({ group, result: measureLint(group) }));
+  const diff = measureDiff(files.options.services);
 
   printReport(meta, rows);
   printSimulationReport(simulations, trace);
   printLintReport(lints);
+  printDiffReport(diff);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -315,6 +319,26 @@ function measureLint(group) {
   return JSON.parse(child.stdout);
 }
 
+/**
+ * @typedef {object} DiffMeasure   one line of bench/measure-diff.mjs
+ * @property {number} services
+ * @property {number} changedServices
+ * @property {number} diffMs
+ * @property {number} cpuMs
+ * @property {{ count: number, unreached?: number, simulated?: number }} probes
+ * @property {number} changedFlows
+ * @property {number} maxRssKb
+ */
+
+/** `nftsim diff` of two snapshots of `services` services, a few of them changed, in a fresh
+ * process. @param {number} services @returns {DiffMeasure | { failure: string }} */
+function measureDiff(services) {
+  step(`nftsim: diff of two ${services.toLocaleString('en-US')}-service snapshots`);
+  const child = spawnSync(process.execPath, [path.join(BENCH, 'measure-diff.mjs'), '--services', String(services)], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (child.status !== 0) return { failure: `status ${child.status}: ${child.stderr.trim().split('\n').pop()}` };
+  return JSON.parse(child.stdout);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Report
 
@@ -427,6 +451,18 @@ function printLintReport(lints) {
       : [group.map(rel).join(' + '), seconds(result.parseMs), seconds(result.lintMs), `${(result.lintMs / result.parseMs).toFixed(2)}×`, String(result.findings)]);
   }
   printTable(table, [0]);
+}
+
+/** @param {DiffMeasure | { failure: string }} diff */
+function printDiffReport(diff) {
+  console.log('\ndiff (issue 6 asks for under 30 s): two kube-proxy snapshots, the second with a few services\' endpoints moved\n');
+  if ('failure' in diff) {
+    console.log(`failed: ${diff.failure}`);
+    return;
+  }
+  console.log(`${diff.services.toLocaleString('en-US')} services, ${diff.changedServices} changed: ${seconds(diff.diffMs)} (CPU ${seconds(diff.cpuMs)}), ` +
+    `${diff.probes.count.toLocaleString('en-US')} probes (${diff.probes.unreached ?? 0} reach no change, ${diff.probes.simulated ?? 0} simulated on both sides), ` +
+    `${diff.changedFlows} changed flows, peak RSS ${Math.round(diff.maxRssKb / 1024)} MB`);
 }
 
 /** Columns padded to their widest cell; `left` ones aligned left. @param {string[][]} table @param {number[]} left */
