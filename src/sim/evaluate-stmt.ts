@@ -118,8 +118,11 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
       {
         // An expression with no value (`ct mark` without a conntrack entry) ends the rule as a
         // mismatch: the expression sets NFT_BREAK (nft_ct.c nft_ct_get_eval), which is not traced.
+        // iptables' `-j CONNMARK --restore-mark` is that statement in the model, but the kernel runs
+        // it as the xt target, which continues without an entry (xt_connmark.c connmark_tg:
+        // XT_CONTINUE), so the rule matched and is traced.
         const value = evaluateExpr(stmt.value, ctx);
-        if (value === undefined) return NO_MATCH;
+        if (value === undefined) return ctx.rule?.origin?.format === 'iptables' && stmt.value.kind === 'ct' ? undefined : NO_MATCH;
         ctx.pkt.mark = integerOf(value, 'meta mark set');
       }
       return undefined;

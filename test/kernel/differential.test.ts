@@ -325,6 +325,14 @@ COMMIT
       packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'fin,ack' },
     },
     {
+      // xt_connmark.c connmark_tg: without a conntrack entry the CONNMARK target continues, so the
+      // rule matched and is traced (seed 1293894106, case 1069); nftsim ran it as nft's
+      // `meta mark set ct mark`, whose ct expression breaks the rule untraced.
+      name: 'CONNMARK --restore-mark on a packet without a conntrack entry continues, traced',
+      rulesets: [ipt('*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CONNMARK --restore-mark\nCOMMIT\n')],
+      packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'fin,ack' },
+    },
+    {
       // A bare ACK is picked up mid-stream (nf_conntrack_tcp_loose=1): new, so it is DNATed.
       name: 'a bare ACK as the first packet is new: DNATed',
       rulesets: [invalidFirst],
