@@ -56,6 +56,14 @@ export function reportUnsupported(ctx: SimContext, reason: string, at = ctx.rule
 }
 
 /** Statements that test the packet: when nftsim cannot evaluate one, it assumes no match. */
+
+/** A mark statement of a rule iptables wrote is the xt target in the kernel (MARK, CONNMARK),
+ * which continues when the conntrack entry it reads is missing (xt_connmark.c connmark_tg:
+ * XT_CONTINUE) — the rule matched and is traced — where nft's own `ct mark` expression breaks
+ * the rule untraced. */
+function isXtTarget(ctx: SimContext): boolean {
+  return ctx.rule?.origin?.format === 'iptables';
+}
 function isTest(stmt: Stmt): boolean {
   return stmt.kind === 'match' || stmt.kind === 'vmap' || ((stmt.kind === 'xt' || stmt.kind === 'xt-extension') && stmt.type === 'match');
 }
@@ -118,11 +126,8 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
       {
         // An expression with no value (`ct mark` without a conntrack entry) ends the rule as a
         // mismatch: the expression sets NFT_BREAK (nft_ct.c nft_ct_get_eval), which is not traced.
-        // iptables' `-j CONNMARK --restore-mark` is that statement in the model, but the kernel runs
-        // it as the xt target, which continues without an entry (xt_connmark.c connmark_tg:
-        // XT_CONTINUE), so the rule matched and is traced.
         const value = evaluateExpr(stmt.value, ctx);
-        if (value === undefined) return ctx.rule?.origin?.format === 'iptables' && stmt.value.kind === 'ct' ? undefined : NO_MATCH;
+        if (value === undefined) return isXtTarget(ctx) ? undefined : NO_MATCH;
         ctx.pkt.mark = integerOf(value, 'meta mark set');
       }
       return undefined;
@@ -130,7 +135,7 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
       if (stmt.key === 'event' || stmt.key === 'expectation') return undefined; // no effect on this packet's way
       if (stmt.key !== 'mark' && stmt.key !== 'zone' && stmt.key !== 'label') throw new NotModelled(`ct ${stmt.key} set`);
       const source = evaluateExpr(stmt.value, ctx);
-      if (source === undefined) return NO_MATCH;
+      if (source === undefined) return isXtTarget(ctx) ? undefined : NO_MATCH;
       if (stmt.key === 'zone') {
         // nft_ct.c nft_ct_set_zone_eval: only a packet conntrack has not seen yet gets the zone
         // (a template entry); once it has an entry, nothing changes.

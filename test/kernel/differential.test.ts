@@ -333,6 +333,12 @@ COMMIT
       packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'fin,ack' },
     },
     {
+      // Likewise the masked ct mark update (seed 1293894106, case 1087 once the above was fixed).
+      name: 'CONNMARK --set-xmark on a packet without a conntrack entry continues, traced',
+      rulesets: [ipt('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j CONNMARK --set-xmark 0x7/0xff\nCOMMIT\n')],
+      packet: { iif: 'eth0', src: '192.0.2.1', dst: '192.0.2.10', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn,ack' },
+    },
+    {
       // A bare ACK is picked up mid-stream (nf_conntrack_tcp_loose=1): new, so it is DNATed.
       name: 'a bare ACK as the first packet is new: DNATed',
       rulesets: [invalidFirst],
