@@ -76,6 +76,42 @@ interface Facts {
   readonly jumps: string[];
 }
 
+/** A destination of probes: address (and its text), protocol, port; `outside` when a value lies
+ * just outside what a rule matches. */
+interface Target {
+  readonly dst: Address;
+  readonly dstText: string;
+  /** Equal for destinations equal in address, protocol and port: with a candidate's `head`, its
+   * identity (a number, not a string, since most candidates are only looked up and dropped). */
+  readonly keyId: number;
+  readonly protocol: number;
+  readonly dport?: number;
+  readonly outside: boolean;
+}
+
+/** A rule that derives probes: what it matches, the destinations it gets probes for. */
+interface RuleSource {
+  readonly facts: Facts;
+  readonly dests: readonly Dest[];
+  readonly table: Table;
+  readonly chain: Chain;
+  readonly rule: Rule;
+  readonly pinned: boolean;
+}
+
+/** A derived probe before sampling: its fields, and its why (made from its rule once it is kept). */
+interface Candidate {
+  readonly iif: string | undefined;
+  readonly src: string | undefined;
+  readonly t: Target;
+  readonly mark: number | undefined;
+  /** Input interface, source and mark, as one string shared by the candidates that have them. */
+  readonly head: string;
+  readonly pinned: boolean;
+  readonly from: RuleSource | undefined;
+  readonly why: (c: Candidate) => string;
+}
+
 export const PROTOCOLS: Readonly<Record<string, number>> = { icmp: 1, tcp: 6, udp: 17, icmpv6: 58, sctp: 132 };
 const PORT_PROTOCOLS = new Set(['tcp', 'udp', 'sctp', 'th', 'udplite', 'dccp']);
 const EPHEMERAL_SPORT = 40000;
@@ -89,17 +125,31 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
   const cap = options.maxPerReason ?? 5000;
   const named = new Set<string>();
   const changed = options.changedChains ?? new Set<string>();
-  const candidates = new Map<ProbeReason, Map<string, { probe: Probe; pinned: boolean }>>();
-  const add = (reason: ProbeReason, packet: PacketInput, why: string, pinned = false): void => {
+  // Most candidates are sampled out (a 10,000-service node derives ~350,000 for 15,000 kept), so a
+  // candidate is only its fields, found by its head and destination id in first-derived order; its
+  // packet and why are made once it is kept.
+  const candidates = new Map<ProbeReason, { order: Candidate[]; at: Map<string, Map<number, number>> }>();
+  const add = (reason: ProbeReason, c: Candidate): void => {
     let bucket = candidates.get(reason);
-    if (!bucket) candidates.set(reason, (bucket = new Map()));
-    const key = probeKey(packet);
-    const known = bucket.get(key);
-    if (!known) bucket.set(key, { probe: { packet, reason, why }, pinned });
-    else if (pinned && !known.pinned) bucket.set(key, { probe: { packet, reason, why }, pinned });
+    if (!bucket) candidates.set(reason, (bucket = { order: [], at: new Map() }));
+    let byTarget = bucket.at.get(c.head);
+    if (!byTarget) bucket.at.set(c.head, (byTarget = new Map()));
+    const i = byTarget.get(c.t.keyId);
+    if (i === undefined) {
+      byTarget.set(c.t.keyId, bucket.order.length);
+      bucket.order.push(c);
+    } else if (c.pinned && !bucket.order[i]!.pinned) bucket.order[i] = c;
   };
+  // The head of a probe from `iif`'s representative source (or sent locally).
+  const heads = new Map<string | undefined, string>();
+  const headOf = (iif: string | undefined): string => {
+    let head = heads.get(iif);
+    if (head === undefined) heads.set(iif, (head = packetHead(iif, iif === undefined ? undefined : sourceOf(iif), undefined)));
+    return head;
+  };
+  const tailIds = new Map<string, number>();
 
-  const perRule: { facts: Facts; dests: Dest[]; where: string; pinned: boolean }[] = [];
+  const perRule: RuleSource[] = [];
   const tested = new Set<number>();
   let written = 0;
   for (const ruleset of rulesets) {
@@ -109,6 +159,7 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
       for (const chain of table.chains) for (const rule of chain.rules) facts.set(rule, factsOf(rule, table));
       const contexts = contextsOf(table, facts);
       for (const chain of table.chains) {
+        const pinned = changed.has(`${table.family} ${table.name} ${chain.name}`);
         for (const rule of chain.rules) {
           const f = facts.get(rule)!;
           for (const name of f.iif) named.add(name);
@@ -116,8 +167,7 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
           written |= writtenMarkBits(rule);
           const own = hasDest(f.dest) ? [f.dest] : [];
           const dests = [...own, ...f.tuples.map((t) => t.dest), ...(own.length === 0 && f.tuples.length === 0 ? (contexts.get(chain) ?? []) : [])];
-          const pinned = changed.has(`${table.family} ${table.name} ${chain.name}`);
-          perRule.push({ facts: f, dests, where: `${table.family} ${table.name} ${chain.name} (${rule.span.file}:${rule.span.line})`, pinned });
+          perRule.push({ facts: f, dests, table, chain, rule, pinned });
         }
       }
     }
@@ -129,33 +179,46 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
   const ingress = [...namedPresent, ...(unnamed === undefined ? [] : [unnamed])];
   const local = localRepresentative(host);
   const remote = remoteRepresentative(host);
-  const sourceOf = (iif: string): string => sourceRepresentative(host, iif);
+  const sources = new Map<string, string>();
+  const sourceOf = (iif: string): string => {
+    let src = sources.get(iif);
+    if (src === undefined) sources.set(iif, (src = sourceRepresentative(host, iif)));
+    return src;
+  };
+  const target = (dst: Address, protocol: number, dport: number | undefined, outside: boolean): Target => {
+    const dstText = formatAddress(dst);
+    const tail = keyTailOf(dstText, protocol, dport);
+    let keyId = tailIds.get(tail);
+    if (keyId === undefined) tailIds.set(tail, (keyId = tailIds.size));
+    return { dst, dstText, keyId, protocol, ...(dport !== undefined && { dport }), outside };
+  };
 
-  const destsOf = (dest: Dest): { dst: Address; protocol: number; dport?: number; outside: boolean }[] => {
+  // The rules of a chain share its contexts: their destinations are worked out once.
+  const destTargets = new Map<Dest, Target[]>();
+  const destsOf = (dest: Dest): Target[] => {
+    const known = destTargets.get(dest);
+    if (known) return known;
     const protos = dest.protos.length > 0 ? dest.protos : [PROTOCOLS.tcp!];
     const addrs = dest.addrs.length > 0 ? variantsOf(dest.addrs) : dest.local && local ? [{ value: local.n, family: local.family, outside: false }] : [];
     if (addrs.length === 0 && local && dest.ports.length > 0) addrs.push({ value: local.n, family: local.family, outside: false });
     const ports = dest.ports.length > 0 ? portVariantsOf(dest.ports) : [{ value: UNNAMED_PORT, outside: false }];
-    const out: { dst: Address; protocol: number; dport?: number; outside: boolean }[] = [];
+    const out: Target[] = [];
     for (const protocol of protos) {
       const withPorts = protocol !== PROTOCOLS.icmp && protocol !== PROTOCOLS.icmpv6;
       const main = ports[0]!;
       // One field varied at a time: every address with the first port, every port with the first address.
-      for (const a of addrs) out.push({ dst: { family: a.family, n: a.value }, protocol, ...(withPorts && { dport: main.value }), outside: a.outside });
-      if (withPorts && addrs[0]) for (const p of ports.slice(1)) out.push({ dst: { family: addrs[0].family, n: addrs[0].value }, protocol, dport: p.value, outside: p.outside });
+      for (const a of addrs) out.push(target({ family: a.family, n: a.value }, protocol, withPorts ? main.value : undefined, a.outside));
+      if (withPorts && addrs[0]) for (const p of ports.slice(1)) out.push(target({ family: addrs[0].family, n: addrs[0].value }, protocol, p.value, p.outside));
     }
+    destTargets.set(dest, out);
     return out;
   };
-  const packetOf = (iif: string | undefined, src: Address | string | undefined, d: { dst: Address; protocol: number; dport?: number }, mark?: number): PacketInput => ({
-    ...(iif !== undefined && { iif }),
-    ...(src !== undefined && { src: typeof src === 'string' ? src : formatAddress(src) }),
-    dst: formatAddress(d.dst),
-    protocol: d.protocol,
-    ...(d.dport !== undefined && { sport: EPHEMERAL_SPORT, dport: d.dport }),
-    ...(mark !== undefined && { mark }),
-  });
+  const localTarget = local && target(local, PROTOCOLS.tcp!, UNNAMED_PORT, false);
+  const sourceWhy = (c: Candidate): string => `source ${c.src!} matched at ${whereOf(c.from!)}`;
+  const destWhy = (c: Candidate): string => `${describe(c.t)} matched at ${whereOf(c.from!)}${c.iif === undefined ? ', sent locally' : ''}`;
 
-  for (const { facts, dests, where, pinned } of perRule) {
+  for (const from of perRule) {
+    const { facts, dests, pinned } = from;
     const targets = dests.flatMap(destsOf);
     if (facts.saddr.length > 0) {
       for (const s of variantsOf(facts.saddr)) {
@@ -165,8 +228,10 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
         if (host.interfaces.some((i) => i.addresses.some((a) => a.family === src.family && a.n === src.n))) continue;
         const via = lookupRoute(host, src)?.dev;
         const iifs = facts.iif.length > 0 ? facts.iif.filter((i) => namedPresent.includes(i)) : via !== undefined && via !== 'lo' ? [via] : [];
-        const to = targets.length > 0 ? targets.filter((t) => t.dst.family === src.family) : local && local.family === src.family ? [{ dst: local, protocol: PROTOCOLS.tcp!, dport: UNNAMED_PORT, outside: false }] : [];
-        for (const t of to.slice(0, MAX_CONTEXTS)) for (const iif of iifs) add('source-class', packetOf(iif, src, t), `source ${formatAddress(src)} matched at ${where}`, pinned);
+        const to = targets.length > 0 ? targets.filter((t) => t.dst.family === src.family) : localTarget && localTarget.dst.family === src.family ? [localTarget] : [];
+        const srcText = formatAddress(src);
+        const srcHeads = iifs.map((iif) => packetHead(iif, srcText, undefined));
+        for (const t of to.slice(0, MAX_CONTEXTS)) iifs.forEach((iif, i) => add('source-class', { iif, src: srcText, t, mark: undefined, head: srcHeads[i]!, pinned, from, why: sourceWhy }));
       }
       continue;
     }
@@ -174,16 +239,15 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
     const iifs = facts.iif.length > 0 ? facts.iif.filter((i) => namedPresent.includes(i)) : [...ingress, undefined];
     for (const t of targets) {
       for (const iif of iifs) {
-        const src = iif === undefined ? undefined : sourceOf(iif);
-        add(t.outside ? 'outside-value' : 'rule-match', packetOf(iif, src, t), `${describe(t)} matched at ${where}${iif === undefined ? ', sent locally' : ''}`, pinned);
+        add(t.outside ? 'outside-value' : 'rule-match', { iif, src: iif === undefined ? undefined : sourceOf(iif), t, mark: undefined, head: headOf(iif), pinned, from, why: destWhy });
       }
     }
   }
   for (const iif of [...ingress, undefined]) {
     for (const dst of [local, remote]) {
       if (!dst || (iif === undefined && dst === local)) continue;
-      const t = { dst, protocol: PROTOCOLS.tcp!, dport: UNNAMED_PORT };
-      add('interface-class', packetOf(iif, iif === undefined ? undefined : sourceOf(iif), t), `${iif === undefined ? 'local output' : `ingress ${iif}`} to ${formatAddress(dst)}`);
+      const why = `${iif === undefined ? 'local output' : `ingress ${iif}`} to ${formatAddress(dst)}`;
+      add('interface-class', { iif, src: iif === undefined ? undefined : sourceOf(iif), t: target(dst, PROTOCOLS.tcp!, UNNAMED_PORT, false), mark: undefined, head: headOf(iif), pinned: false, from: undefined, why: () => why });
     }
   }
   // A mark gets onto a packet by a rule that writes it (or a socket, which a ruleset does not
@@ -192,28 +256,56 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
   // masquerade on 0x1bd11, on a peer with no routes, where nothing sets 0x1bd11).
   if (remote) {
     for (const mark of [...tested].filter((m) => m !== 0 && (written & m) >>> 0 === m).sort((a, b) => a - b)) {
-      add('mark', packetOf(undefined, undefined, { dst: remote, protocol: PROTOCOLS.tcp!, dport: UNNAMED_PORT }, mark), `mark 0x${mark.toString(16)} tested by a rule, sent locally`);
+      const why = `mark 0x${mark.toString(16)} tested by a rule, sent locally`;
+      add('mark', { iif: undefined, src: undefined, t: target(remote, PROTOCOLS.tcp!, UNNAMED_PORT, false), mark, head: packetHead(undefined, undefined, mark), pinned: false, from: undefined, why: () => why });
     }
   }
 
   const probes: Probe[] = [];
   const byReason: Record<string, { derived: number; kept: number; pinned?: number }> = {};
-  const seen = new Set<string>();
+  const seen = new Map<string, Set<number>>();
   for (const [reason, bucket] of candidates) {
-    const all = [...bucket.entries()].filter(([key]) => !seen.has(key));
-    const pinned = all.filter(([, c]) => c.pinned);
-    const kept = [...pinned, ...sampleEvenly(all.filter(([, c]) => !c.pinned), Math.max(0, cap - pinned.length))];
-    for (const [key, { probe }] of kept) {
-      seen.add(key);
-      probes.push(probe);
+    const pinned: Candidate[] = [];
+    const rest: Candidate[] = [];
+    for (const c of bucket.order) if (!seen.get(c.head)?.has(c.t.keyId)) (c.pinned ? pinned : rest).push(c);
+    const kept = [...pinned, ...sampleEvenly(rest, Math.max(0, cap - pinned.length))];
+    for (const c of kept) {
+      let ids = seen.get(c.head);
+      if (!ids) seen.set(c.head, (ids = new Set()));
+      ids.add(c.t.keyId);
+      probes.push({ packet: packetOf(c), reason, why: c.why(c) });
     }
-    byReason[reason] = { derived: all.length, kept: kept.length, ...(pinned.length > 0 && { pinned: pinned.length }) };
+    byReason[reason] = { derived: pinned.length + rest.length, kept: kept.length, ...(pinned.length > 0 && { pinned: pinned.length }) };
   }
   return { probes, report: { count: probes.length, byReason, ingress: [...ingress, 'local'] } };
 }
 
 export function probeKey(packet: PacketInput): string {
-  return `${packet.iif ?? '-'}|${packet.src ?? '-'}|${packet.dst}|${packet.protocol ?? 'tcp'}|${packet.dport ?? ''}|${packet.mark ?? ''}`;
+  return `${packetHead(packet.iif, packet.src, packet.mark)}${keyTailOf(packet.dst, packet.protocol ?? 'tcp', packet.dport)}`;
+}
+
+// A probe's key in two parts, so that a destination's part is made once for all its probes.
+function packetHead(iif: string | undefined, src: string | undefined, mark: number | string | undefined): string {
+  return `${iif ?? '-'}|${src ?? '-'}|${mark ?? ''}|`;
+}
+
+function keyTailOf(dst: string, protocol: number | string, dport: number | undefined): string {
+  return `${dst}|${protocol}|${dport ?? ''}`;
+}
+
+function whereOf(r: RuleSource): string {
+  return `${r.table.family} ${r.table.name} ${r.chain.name} (${r.rule.span.file}:${r.rule.span.line})`;
+}
+
+function packetOf(c: Candidate): PacketInput {
+  return {
+    ...(c.iif !== undefined && { iif: c.iif }),
+    ...(c.src !== undefined && { src: c.src }),
+    dst: c.t.dstText,
+    protocol: c.t.protocol,
+    ...(c.t.dport !== undefined && { sport: EPHEMERAL_SPORT, dport: c.t.dport }),
+    ...(c.mark !== undefined && { mark: c.mark }),
+  };
 }
 
 function sampleEvenly<T>(items: readonly T[], cap: number): T[] {
@@ -222,9 +314,9 @@ function sampleEvenly<T>(items: readonly T[], cap: number): T[] {
   return Array.from({ length: cap }, (_, i) => items[Math.floor(i * step)]!);
 }
 
-function describe(t: { dst: Address; protocol: number; dport?: number }): string {
+function describe(t: Target): string {
   const name = Object.entries(PROTOCOLS).find(([, n]) => n === t.protocol)?.[0] ?? String(t.protocol);
-  return `${name} ${formatAddress(t.dst)}${t.dport === undefined ? '' : `:${t.dport}`}`;
+  return `${name} ${t.dstText}${t.dport === undefined ? '' : `:${t.dport}`}`;
 }
 
 function hasDest(dest: Dest): boolean {

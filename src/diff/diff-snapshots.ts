@@ -15,7 +15,7 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import { describeChange, isSameRun, isUntouched, runProbe, sideOf, type ChangeLevel, type ProbeRun, type Side, type TestedBits } from './compare-flows.js';
 import { deriveProbes, probeKey, type Probe, type ProbeReport } from './derive-probes.js';
 import { reachFilterOf } from './reach-changes.js';
-import { chainKey, indexRules, ruleText, type RuleIndex } from './rule-keys.js';
+import { chainKey, indexRules, type RuleIndex } from './rule-keys.js';
 
 export interface DiffOptions {
   /** The user's probes (a scenario file's packets), compared beside the derived ones. */
@@ -274,15 +274,15 @@ function diffStructure(rulesets: readonly [Ruleset, Ruleset], indexes: readonly 
     }
     for (const [name, chain] of bb) if (!ab.has(name)) out.push({ kind: 'base-chain-removed', level: 'info', message: `base chain ${key} ${name} removed`, at: loc(chain.span) });
   }
-  out.push(...foreignRules(rulesets[1], indexes[0], 'rule-added', tables[0]), ...foreignRules(rulesets[0], indexes[1], 'rule-removed', tables[1]));
+  out.push(...foreignRules(rulesets[1], indexes[1], indexes[0], 'rule-added', tables[0]), ...foreignRules(rulesets[0], indexes[0], indexes[1], 'rule-removed', tables[1]));
   return out;
 }
 
 const NO_OWNERS = { tables: {}, chains: {}, marks: {} };
 
-/** Rules of `ruleset` the other side lacks (by key, counting duplicates), in tables the other
- * side has, written by someone other than the chain's owner. */
-function foreignRules(ruleset: Ruleset, other: RuleIndex, kind: 'rule-added' | 'rule-removed', otherTables: ReadonlyMap<string, unknown>): StructuralChange[] {
+/** Rules of `ruleset` (indexed by `own`) the other side lacks (by key, counting duplicates), in
+ * tables the other side has, written by someone other than the chain's owner. */
+function foreignRules(ruleset: Ruleset, own: RuleIndex, other: RuleIndex, kind: 'rule-added' | 'rule-removed', otherTables: ReadonlyMap<string, unknown>): StructuralChange[] {
   const out: StructuralChange[] = [];
   const remaining = new Map(other.keys);
   const present = new Set(ruleset.tables.flatMap((t) => t.chains.map((c) => componentOf(NO_OWNERS, t.family, t.name, c.name)).filter((c): c is string => c !== undefined)));
@@ -291,7 +291,7 @@ function foreignRules(ruleset: Ruleset, other: RuleIndex, kind: 'rule-added' | '
     for (const chain of table.chains) {
       const owner = componentOf(NO_OWNERS, table.family, table.name, chain.name);
       for (const rule of chain.rules) {
-        const key = `${chainKey(table.family, table.name, chain.name)}: ${ruleText(rule, table.family)}`;
+        const key = own.byRule.get(rule)!;
         const n = remaining.get(key) ?? 0;
         if (n > 0) {
           remaining.set(key, n - 1);

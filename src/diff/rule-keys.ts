@@ -16,6 +16,8 @@ export interface RuleAt {
 export interface RuleIndex {
   /** By `file:line:column` of the rule (a trace event's `at`). */
   readonly byLoc: ReadonlyMap<string, RuleAt>;
+  /** Each rule's key (the structural report looks rules up by identity, not by location). */
+  readonly byRule: ReadonlyMap<Rule, string>;
   /** How many rules have each key. */
   readonly keys: ReadonlyMap<string, number>;
   /** Per chain (`family table chain`), a text that is equal when the chain is: its base spec and
@@ -42,6 +44,7 @@ export function ruleText(rule: Rule, family: Family): string {
 
 export function indexRules(ruleset: Ruleset): RuleIndex {
   const byLoc = new Map<string, RuleAt>();
+  const byRule = new Map<Rule, string>();
   const keys = new Map<string, number>();
   const chains = new Map<string, string>();
   const policies = new Map<string, string>();
@@ -55,13 +58,14 @@ export function indexRules(ruleset: Ruleset): RuleIndex {
         const key = `${ck}: ${ruleText(rule, table.family)}`;
         ruleKeys.push(key);
         byLoc.set(locKey(rule.span), { rule, table, chain, key });
+        byRule.set(rule, key);
         keys.set(key, (keys.get(key) ?? 0) + 1);
       }
       const base = chain.base ? `${chain.base.type} ${chain.base.hook} ${chain.base.priority.value ?? chain.base.priority.offset} ${chain.base.policy ?? 'accept'} ${chain.base.devices.join(',')}` : '';
       chains.set(ck, `${base}\n${ruleKeys.join('\n')}\n${sets}`);
     }
   }
-  return { byLoc, keys, chains, policies };
+  return { byLoc, byRule, keys, chains, policies };
 }
 
 function stripSpans(value: unknown): unknown {
