@@ -6,7 +6,7 @@
 //
 //   node bench/measure-diff.mjs [--services 10000] [--changed 5]
 //
-// The lead wires it into bench/run.mjs; it needs `npm run build` first. NFTSIM_DIST names another
+// `npm run bench` runs it (bench/run.mjs); it needs `npm run build` first. NFTSIM_DIST names another
 // build directory (`npx tsc -p tsconfig.build.json --outDir /tmp/x/dist`, then NFTSIM_DIST=/tmp/x/dist),
 // for measuring a build while dist/ is shared.
 
