@@ -12,7 +12,7 @@ import type { PacketInput } from '../sim/packet.js';
 import { readScenario } from '../sim/scenario.js';
 import { readSnapshot } from '../snapshot/read-snapshot.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
-import { inputDiagnostics, readInputFile } from './run-command.js';
+import { inputDiagnostics, readInputFile } from '../parser/read-input-file.js';
 
 interface Io {
   readonly out: (text: string) => void;

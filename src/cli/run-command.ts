@@ -1,17 +1,15 @@
 // `nftsim run PACKET RULESET...`: a thin layer over simulatePacket and the scenario checks.
 
-import { readFileSync } from 'node:fs';
 import { Command } from 'commander';
-import { findNodeAtLocation, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
-import { isMap, isScalar, isSeq, parseDocument } from 'yaml';
-import type { Rule, Ruleset, Span } from '../model/ast.js';
+import type { Rule, Ruleset } from '../model/ast.js';
 import { isError, type Diagnostic } from '../model/diagnostic.js';
 import { formatRule } from '../model/format-ruleset.js';
 import { formatDiagnostic } from '../report/format-diagnostic.js';
 import { readHost, type Host } from '../sim/host.js';
 import type { Loc, Outcome, TraceEvent } from '../sim/outcome.js';
-import type { FieldPath, InputError } from '../sim/read-fields.js';
+import type { FieldPath } from '../sim/read-fields.js';
 import { isScenario, readScenario, runScenario, type CaseResult, type Scenario } from '../sim/scenario.js';
+import { inputDiagnostics, readInputFile, type InputFile } from '../parser/read-input-file.js';
 import { loadInputs } from './read-inputs.js';
 
 interface Io {
@@ -24,120 +22,6 @@ interface RunOptions {
   readonly host?: string[];
   readonly seed?: string;
   readonly trace?: boolean;
-}
-
-/** An input file (JSON or YAML): its value, and a way to turn a field path into a span of its
- * text, so that every problem names file:line:column whichever syntax the user wrote. */
-export interface InputFile {
-  readonly file: string;
-  readonly value: unknown;
-  readonly spanOf: (path: FieldPath) => Span | undefined;
-}
-
-/** Where a field path lands in a parsed file: the deepest node the path reaches (an unknown
- * field's key and value, a missing field's object), as an offset and length. */
-type Locate = (path: FieldPath) => { readonly offset: number; readonly length: number } | undefined;
-
-/** YAML when the name says so (.yaml, .yml), JSON when it says .json; otherwise YAML unless the
- * text starts as a JSON object or array does. */
-function isYaml(file: string, text: string): boolean {
-  if (/\.ya?ml$/i.test(file)) return true;
-  if (/\.json$/i.test(file)) return false;
-  return !/^\s*[{[]/.test(text);
-}
-
-export function readInputFile(file: string, sources: Map<string, string>, diagnostics: Diagnostic[]): InputFile | undefined {
-  let text: string;
-  try {
-    text = readFileSync(file === '-' ? 0 : file, 'utf8');
-  } catch {
-    diagnostics.push({ severity: 'error', code: 'read-error', message: `cannot read '${file}'` });
-    return undefined;
-  }
-  sources.set(file, text);
-  const spanAt = (offset: number, length: number): Span => {
-    const before = text.slice(0, offset);
-    const line = before.split('\n').length;
-    return { file, start: offset, end: offset + length, line, column: offset - before.lastIndexOf('\n') };
-  };
-  const fail = (code: string, message: string, at?: { offset: number; length: number }): undefined => {
-    diagnostics.push({ severity: 'error', code, message, ...(at && { span: spanAt(at.offset, at.length) }) });
-    return undefined;
-  };
-  const parsed = isYaml(file, text) ? parseYaml(text, file, fail) : parseJson(text, file, fail);
-  if (!parsed) return undefined;
-  const spanOf = (path: FieldPath): Span | undefined => {
-    const at = parsed.locate(path);
-    return at && spanAt(at.offset, at.length);
-  };
-  return { file, value: parsed.value, spanOf };
-}
-
-type Fail = (code: string, message: string, at?: { offset: number; length: number }) => undefined;
-
-function parseJson(text: string, file: string, fail: Fail): { value: unknown; locate: Locate } | undefined {
-  const errors: ParseError[] = [];
-  const tree = parseTree(text, errors, { allowTrailingComma: true, disallowComments: false });
-  if (errors.length > 0 || !tree) {
-    for (const e of errors) fail('json', `JSON: ${printParseErrorCode(e.error)}`, e);
-    return tree ? undefined : fail('json', `${file} is empty`);
-  }
-  const locate: Locate = (path) => {
-    for (let n = path.length; n >= 0; n--) {
-      const node: Node | undefined = findNodeAtLocation(tree, [...path.slice(0, n)]);
-      if (!node) continue;
-      const target = n === path.length && node.parent?.type === 'property' ? node.parent : node;
-      return target;
-    }
-    return undefined;
-  };
-  return { value: JSON.parse(JSON.stringify(nodeValue(tree))), locate };
-}
-
-function parseYaml(text: string, file: string, fail: Fail): { value: unknown; locate: Locate } | undefined {
-  const doc = parseDocument(text, { prettyErrors: false });
-  if (doc.errors.length > 0) {
-    for (const e of doc.errors) fail('yaml', `YAML: ${e.message}`, { offset: e.pos[0], length: Math.max(0, e.pos[1] - e.pos[0]) });
-    return undefined;
-  }
-  if (doc.contents === null) return fail('yaml', `${file} is empty`);
-  const locate: Locate = (path) => {
-    let node: unknown = doc.contents;
-    let range = doc.contents!.range;
-    for (const [i, segment] of path.entries()) {
-      if (isMap(node)) {
-        const pair = node.items.find((p) => isScalar(p.key) && String(p.key.value) === String(segment));
-        if (!pair || !isScalar(pair.key) || !pair.key.range) break;
-        const value = pair.value as { range?: [number, number, number] } | null;
-        // The whole `key: value` for the last field, as the JSON path shows the property.
-        range = i === path.length - 1 ? [pair.key.range[0], (value?.range ?? pair.key.range)[1], 0] : (value?.range ?? pair.key.range);
-        node = pair.value;
-      } else if (isSeq(node) && typeof segment === 'number' && node.items[segment]) {
-        node = node.items[segment];
-        range = (node as { range?: [number, number, number] }).range ?? range;
-      } else break;
-    }
-    return range ? { offset: range[0], length: range[1] - range[0] } : undefined;
-  };
-  return { value: doc.toJS({ maxAliasCount: 100 }), locate };
-}
-
-function nodeValue(node: Node): unknown {
-  switch (node.type) {
-    case 'object':
-      return Object.fromEntries((node.children ?? []).map((p) => [p.children![0]!.value as string, p.children![1] ? nodeValue(p.children![1]) : undefined]));
-    case 'array':
-      return (node.children ?? []).map(nodeValue);
-    default:
-      return node.value;
-  }
-}
-
-export function inputDiagnostics(errors: readonly InputError[], input: InputFile): Diagnostic[] {
-  return errors.map((e) => {
-    const span = input.spanOf(e.path);
-    return { severity: 'error', code: 'input', message: e.message, ...(span && { span }) };
-  });
 }
 
 /** Adds `run` to the program; `setExit` receives the command's exit code. */

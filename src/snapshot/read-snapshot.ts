@@ -11,7 +11,7 @@ import type { NodeSource } from '../parser/parse-ruleset.js';
 import type { HostInput } from '../sim/host.js';
 import { readHost } from '../sim/host.js';
 import type { FieldPath } from '../sim/read-fields.js';
-import { inputDiagnostics, readInputFile, type InputFile } from '../cli/run-command.js';
+import { inputDiagnostics, readInputFile, type InputFile } from '../parser/read-input-file.js';
 import type { Snapshot } from './snapshot.js';
 
 export type { Snapshot } from './snapshot.js';
