@@ -145,6 +145,19 @@ describe('marks', () => {
 });
 
 describe('conntrack', () => {
+  // A first SYN-ACK gets no conntrack entry, so `ct mark` has no value. nft's `meta mark set ct
+  // mark` breaks the rule untraced (nft_ct.c NFT_BREAK); iptables' CONNMARK targets continue and
+  // the rule is traced (xt_connmark.c connmark_tg: XT_CONTINUE without an entry).
+  it.each([
+    ['nft meta mark set ct mark', 'table ip filter {\n\tchain INPUT {\n\t\ttype filter hook input priority 0; policy accept;\n\t\tmeta mark set ct mark\n\t}\n}\n', []],
+    ['iptables CONNMARK --restore-mark', '*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j CONNMARK --restore-mark\nCOMMIT\n', ['continue']],
+    ['iptables CONNMARK --set-xmark', '*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -j CONNMARK --set-xmark 0x7/0xff\nCOMMIT\n', ['continue']],
+  ] as const)('without an entry: %s', (_name, text, ruleVerdicts) => {
+    const o = simulateOne(text, { ...LOCAL, tcpFlags: 'syn,ack' });
+    expect(o.trace.filter((e) => e.kind === 'rule').map((e) => e.verdict)).toEqual(ruleVerdicts);
+    expect(o.disposition).toBe('delivered');
+  });
+
   it.each([
     // nft_ct_get_eval: no entry before NF_IP_PRI_CONNTRACK (-200): state reads invalid.
     ['raw priority sees no entry yet', -300, 'ct state invalid', true],
