@@ -218,8 +218,17 @@ function buildChainIndex(chain: Chain): ChainIndex {
     let end = start;
     for (; end < rules.length; end++) {
       const ruleTests = leadingTests(rules[end]!);
-      if (ruleTests.length === 0 || ruleTests.some((t) => (types.get(t.field) ?? typeof t.value) !== typeof t.value)) break;
-      for (const t of ruleTests) types.set(t.field, typeof t.value as 'bigint' | 'string');
+      // Checked test by test, so that one rule testing a field against both an integer and a
+      // name (`meta iif 2 meta iif "eth0"`) ends the run too.
+      const ruleTypes = new Map(types);
+      const agree = ruleTests.every((t) => {
+        const type = typeof t.value as 'bigint' | 'string';
+        if ((ruleTypes.get(t.field) ?? type) !== type) return false;
+        ruleTypes.set(t.field, type);
+        return true;
+      });
+      if (ruleTests.length === 0 || !agree) break;
+      for (const [field, type] of ruleTypes) types.set(field, type);
       tests.push(ruleTests);
     }
     if (end - start >= MIN_RUN) {

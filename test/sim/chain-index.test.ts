@@ -156,6 +156,15 @@ describe('chain and set indexes', () => {
     );
   });
 
+  // Found by the property above (seed 1908676611): one rule testing a field against both an
+  // interface index and a name once let the run's index skip the rule the scan reports as
+  // unsupported.
+  it('give the outcomes of a plain scan when one rule tests a field as an integer and a name', () => {
+    const rules = [...Array.from({ length: 8 }, () => 'ip saddr 10.0.0.1'), 'meta iif 2 meta iif "eth0"', 'meta iif "eth0"'];
+    const text = `table ip t {\n  chain fwd {\n    type filter hook forward priority 0; policy accept;\n${rules.map((r) => `    ${r}\n`).join('')}  }\n}\n`;
+    expectSameOutcomes(parse(text), { iif: 'eth0', src: '10.0.0.1', dst: '10.0.0.1', protocol: 'tcp', dport: 22 });
+  });
+
   it('give the outcomes of a plain scan on kube-proxy dumps', () => {
     fc.assert(
       fc.property(
