@@ -7,6 +7,7 @@ import { formatAddress, parseAddress, type Address } from './address.js';
 import { localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
 import { CT_STATUS, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
 import { lookupElement } from './lookup-element.js';
+import { matchRecent } from './match-recent.js';
 import { formatMark } from './outcome.js';
 import { NotModelled, locOf, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
@@ -331,7 +332,6 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
 
 /** Why an xt extension is not modelled: the state or host facts it depends on. */
 const XT_NOT_MODELLED: Readonly<Record<string, string>> = {
-  recent: 'iptables match recent (a per-address list of earlier packets)',
   hashlimit: 'iptables match hashlimit (rates of earlier packets per flow)',
   connlimit: 'iptables match connlimit (the number of other connections)',
   physdev: 'iptables match physdev (bridge ports are not in the host model)',
@@ -376,6 +376,8 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
     }
     case 'rpfilter':
       return matchRpfilter(stmt, ctx);
+    case 'recent':
+      return matchRecent(stmt, ctx);
     case 'socket':
       // xt_socket.c: a packet to a non-local address has no socket (the host model lists none).
       if (ctx.iif !== undefined && !localInterfaceOf(ctx.host, ctx.pkt.dst)) return false;
