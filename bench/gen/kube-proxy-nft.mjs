@@ -28,6 +28,7 @@ const MASQ_BIT = '0x00004000';
  * @property {number} endpointsPerService endpoints of every service that has any
  * @property {number} seed                the same seed gives the same ruleset, byte for byte
  * @property {boolean} [nodePorts]        NodePort and LoadBalancer services (default true)
+ * @property {number} [nodes]             place the pods on this many nodes (see planServices)
  */
 
 /** @typedef {ReturnType<typeof planServices>[number]} ServicePort */
@@ -51,7 +52,16 @@ function endpointChain(svc, ep) {
  * @returns {string}
  */
 export function generateKubeProxyNft(options) {
-  const services = planServices({ ...options, sessionAffinity: false });
+  return formatKubeProxyNft(planServices({ ...options, sessionAffinity: false }));
+}
+
+/**
+ * Table `ip kube-proxy` for these service ports (a plan, or one changed from a plan). ClientIP
+ * affinity is not written (kube-proxy's nftables mode keeps it in per-endpoint sets).
+ * @param {readonly ServicePort[]} services
+ * @returns {string}
+ */
+export function formatKubeProxyNft(services) {
   /** @type {Map<string, string[]>} */
   const chains = new Map();
   /** @param {string} name @param {string[]} rules */
@@ -73,13 +83,23 @@ export function generateKubeProxyNft(options) {
     }
     const choice = (/** @type {{ ip: string, port: number }[]} */ eps) =>
       `numgen random mod ${eps.length} vmap { ${eps.map((ep, i) => `${i} : goto ${endpointChain(svc, ep)}`).join(', ')} }`;
-    chain(`service-${base}`, [`ip daddr ${svc.clusterIP} ${p} dport ${svc.port} ip saddr != ${POD_CIDR} jump mark-for-masquerade`, choice(svc.endpoints)]);
-    elements.serviceIPs.push(`${key(svc.clusterIP)} : goto service-${base}`);
-    for (const ep of svc.endpoints) {
+    const local = svc.endpoints.filter((ep) => ep.local);
+    const masquerade = `ip daddr ${svc.clusterIP} ${p} dport ${svc.port} ip saddr != ${POD_CIDR} jump mark-for-masquerade`;
+    // internalTrafficPolicy: Local, as in kube-proxy-dump.mjs: the ClusterIP goes to the local- chain
+    // (or is dropped without local endpoints), and service- exists only for external traffic.
+    const internalLocal = svc.internalLocal === true;
+    if (internalLocal && svc.externalLocal) throw new Error(`${svc.name}: internal and external traffic policy both Local is not generated`);
+    const usesClusterChain = !internalLocal || (svc.nodePort !== undefined && !svc.externalLocal);
+    if (usesClusterChain) chain(`service-${base}`, [...(internalLocal ? [] : [masquerade]), choice(svc.endpoints)]);
+    if (!internalLocal) elements.serviceIPs.push(`${key(svc.clusterIP)} : goto service-${base}`);
+    else if (local.length > 0) {
+      chain(`local-${base}`, [masquerade, choice(local)]);
+      elements.serviceIPs.push(`${key(svc.clusterIP)} : goto local-${base}`);
+    } else elements.noEndpointServices.push(`${key(svc.clusterIP)} comment "${svc.name}" : drop`);
+    for (const ep of usesClusterChain ? svc.endpoints : local) {
       chain(endpointChain(svc, ep), [`ip saddr ${ep.ip} jump mark-for-masquerade`, `meta l4proto ${p} dnat to ${ep.ip}:${ep.port}`]);
     }
     if (svc.nodePort === undefined) continue;
-    const local = svc.endpoints.filter((ep) => ep.local);
     if (svc.externalLocal) {
       chain(`external-${base}`, [
         `ip saddr ${POD_CIDR} goto service-${base}`,
@@ -149,8 +169,8 @@ export function generateKubeProxyNft(options) {
   return lines.join('\n');
 }
 
-// `node bench/gen/kube-proxy-nft.mjs --services 5 --endpoints 3 --seed 1 [--no-node-ports]`
-// writes a ruleset to stdout.
+// `node bench/gen/kube-proxy-nft.mjs --services 5 --endpoints 3 --seed 1 [--no-node-ports]
+// [--nodes 4]` writes a ruleset to stdout.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values } = parseArgs({
     options: {
@@ -158,6 +178,7 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       endpoints: { type: 'string', default: '3' },
       seed: { type: 'string', default: '1' },
       'no-node-ports': { type: 'boolean', default: false },
+      nodes: { type: 'string' },
     },
   });
   process.stdout.write(generateKubeProxyNft({
@@ -165,5 +186,6 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
     endpointsPerService: Number(values.endpoints),
     seed: Number(values.seed),
     nodePorts: !values['no-node-ports'],
+    ...(values.nodes !== undefined && { nodes: Number(values.nodes) }),
   }));
 }
