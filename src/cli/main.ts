@@ -6,6 +6,7 @@ import { loadInputs } from './read-inputs.js';
 import { addLintCommand } from './lint-command.js';
 import { addRunCommand } from './run-command.js';
 import { addDiffCommand } from './diff-command.js';
+import { addKubeDriftCommand } from './kube-drift-command.js';
 
 /** Exit codes (DESIGN.md): 0 ok, 1 findings or failed expectations, 2 usage or input error. */
 export const EXIT_OK = 0;
@@ -52,6 +53,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
   addRunCommand(program, io, (code) => (exitCode = code));
   addLintCommand(program, io, (code) => (exitCode = code));
   addDiffCommand(program, io, (code) => (exitCode = code));
+  addKubeDriftCommand(program, io, (code) => (exitCode = code));
 
   try {
     await program.parseAsync([...argv]);
