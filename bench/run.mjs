@@ -25,6 +25,10 @@
 //    its parse time (bench/measure-lint.mjs).
 // 8. Diff (issue 6): `nftsim diff` of two snapshots of the main size, the second with a few
 //    services' endpoints moved (bench/measure-diff.mjs): time, probes, changed flows.
+// 9. Kubernetes drift (issue 7): `nftsim kube-drift` of a node of the main size against the
+//    cluster its rules were written for (bench/measure-kube-drift.mjs): readCluster, readSnapshot
+//    and kubeDrift time, Service ports and probes, drift found (0: the node is in sync); and a
+//    second node whose rules predate a few changes, its drift beside what the changes say.
 //
 // Generated files are cached in bench/out/ (gitignored) and made again when missing or when the
 // options change. Steps 2, 4 and 6 need root and network namespaces; without them the kernel steps
@@ -132,11 +136,13 @@ function main() {
   const trace = traceSkip ? undefined : measureKernelTrace(files.dump);
   const lints = [[files.dump], [files.listing, files.dump]].filter((group) => group.every((file) => existsSync(file))).map((group) => ({ group, result: measureLint(group) }));
   const diff = measureDiff(files.options.services);
+  const drift = measureKubeDrift(files.options.services);
 
   printReport(meta, rows);
   printSimulationReport(simulations, trace);
   printLintReport(lints);
   printDiffReport(diff);
+  printKubeDriftReport(drift);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -339,6 +345,30 @@ function measureDiff(services) {
   return JSON.parse(child.stdout);
 }
 
+/**
+ * @typedef {object} KubeDriftNode   one node of bench/measure-kube-drift.mjs
+ * @property {number} readSnapshotMs
+ * @property {number} kubeDriftMs
+ * @property {number} servicePorts
+ * @property {number} probes
+ * @property {number} endpointsExpected
+ * @property {{ missing: number, stale: number, wrongShare: number, noRules: number, orphans: number, drifting: number }} drift
+ * @property {string} verdict
+ */
+/**
+ * @typedef {KubeDriftNode & { services: number, endpointsPerService: number, readClusterMs: number, totalMs: number, cpuMs: number, maxRssKb: number,
+ *   perturbed?: KubeDriftNode & { truth: { missing: number, stale: number, wrongShare: number, drifting: number } } }} KubeDriftMeasure
+ */
+
+/** `nftsim kube-drift` of a node of `services` services × 5 endpoints, and of a perturbed one, in
+ * a fresh process. @param {number} services @returns {KubeDriftMeasure | { failure: string }} */
+function measureKubeDrift(services) {
+  step(`nftsim: kube-drift of a ${services.toLocaleString('en-US')}-service node against its cluster`);
+  const child = spawnSync(process.execPath, [path.join(BENCH, 'measure-kube-drift.mjs'), '--services', String(services), '--perturbed'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+  if (child.status !== 0) return { failure: `status ${child.status}: ${child.stderr.trim().split('\n').pop()}` };
+  return JSON.parse(child.stdout);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Report
 
@@ -463,6 +493,24 @@ function printDiffReport(diff) {
   console.log(`${diff.services.toLocaleString('en-US')} services, ${diff.changedServices} changed: ${seconds(diff.diffMs)} (CPU ${seconds(diff.cpuMs)}), ` +
     `${diff.probes.count.toLocaleString('en-US')} probes (${diff.probes.unreached ?? 0} reach no change, ${diff.probes.simulated ?? 0} simulated on both sides), ` +
     `${diff.changedFlows} changed flows, peak RSS ${Math.round(diff.maxRssKb / 1024)} MB`);
+}
+
+/** @param {KubeDriftMeasure | { failure: string }} drift */
+function printKubeDriftReport(drift) {
+  console.log('\nkube-drift (issue 7 asks for under 30 s): one node against the cluster its rules were written for\n');
+  if ('failure' in drift) {
+    console.log(`failed: ${drift.failure}`);
+    return;
+  }
+  console.log(`${drift.services.toLocaleString('en-US')} services × ${drift.endpointsPerService} endpoints: ${seconds(drift.totalMs)} (CPU ${seconds(drift.cpuMs)}): ` +
+    `readCluster ${seconds(drift.readClusterMs)}, readSnapshot ${seconds(drift.readSnapshotMs)}, kubeDrift ${seconds(drift.kubeDriftMs)}; ` +
+    `${drift.servicePorts.toLocaleString('en-US')} service ports, ${drift.probes.toLocaleString('en-US')} probes, ${drift.endpointsExpected.toLocaleString('en-US')} endpoints expected, ` +
+    `${drift.drift.drifting} drifting (goal: 0), peak RSS ${Math.round(drift.maxRssKb / 1024)} MB`);
+  const p = drift.perturbed;
+  if (p) {
+    console.log(`perturbed node: kubeDrift ${seconds(p.kubeDriftMs)}; ${p.drift.missing} missing, ${p.drift.stale} stale, ${p.drift.drifting} service ports drifting ` +
+      `(the changes say ${p.truth.missing}, ${p.truth.stale}, ${p.truth.drifting}): ${p.verdict}`);
+  }
 }
 
 /** Columns padded to their widest cell; `left` ones aligned left. @param {string[][]} table @param {number[]} left */
