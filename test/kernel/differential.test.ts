@@ -173,6 +173,23 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: a kube-proxy-sha
     const { problems, kernelWay } = await runDifferential({ host, rulesets, packet }, ruleset);
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
   });
+
+  // ClientIP affinity (search/proxy-0, UDP NodePort 30000): the first packet finds xt_recent's
+  // lists empty and takes a random endpoint, whose chain `--set`s the client; a second
+  // connection from the same client (another source port) `--rcheck`s into that endpoint.
+  it('a second connection of a ClientIP-affinity client returns to its endpoint (-m recent)', async () => {
+    const udp = { iif: 'eth0', src: '192.0.2.99', protocol: 'udp', dst: '192.0.2.10', dport: 30000 } as const;
+    const packets = [{ ...udp, sport: 40000 }, { ...udp, sport: 40001 }] as const;
+    const harness = await harnessFor(host);
+    const kernel = await harness.runFlow({ rulesets, packets });
+    const simulated = simulateFlow(ruleset, { host, packets: packets as never });
+    expect(simulated.errors ?? [], 'nftsim refused the flow').toEqual([]);
+    const kernelWay = kernel.steps.flatMap(({ result }, i) => [`packet ${i}:`, ...kernelSteps(result)]);
+    expect(compareFlowWithKernel(kernel.steps, simulated.outcomes, indexRules(ruleset)), `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+    // Both endpoints are possible, and in each the second connection meets the first's endpoint.
+    const endpoints = simulated.outcomes.map((o) => o.packets.map((p) => p.nat.find((n) => n.type === 'dnat')?.to));
+    expect(endpoints.sort()).toEqual([['10.128.0.2:5514', '10.128.0.2:5514'], ['10.128.0.3:5514', '10.128.0.3:5514']]);
+  });
 });
 
 describe.skipIf(skipReason !== undefined)('kernel-differential: a kube-proxy nftables-mode ruleset (5 services, 2 endpoints, NodePorts)', () => {
