@@ -16,9 +16,8 @@
 // Objects are printed with their keys sorted, as kubectl prints them (unstructured maps).
 
 import { createHash } from 'node:crypto';
-import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-import { planServices, podCIDR } from './kube-proxy-dump.mjs';
+import { planArgs, planServices, podCIDR } from './kube-proxy-dump.mjs';
 
 /** @typedef {ReturnType<typeof planServices>[number]} ServicePort */
 /** @typedef {ServicePort['endpoints'][number]} Endpoint */
@@ -319,26 +318,7 @@ export function generateCluster(state, { nodes }) {
 // affinity: pair it with --no-session-affinity).
 
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({
-    options: {
-      services: { type: 'string', default: '5' },
-      endpoints: { type: 'string', default: '3' },
-      seed: { type: 'string', default: '1' },
-      nodes: { type: 'string', default: '4' },
-      'no-node-ports': { type: 'boolean', default: false },
-      'no-session-affinity': { type: 'boolean', default: false },
-      kind: { type: 'string', default: 'services' },
-    },
-  });
-  const nodes = Number(values.nodes);
-  const plan = planServices({
-    services: Number(values.services),
-    endpointsPerService: Number(values.endpoints),
-    seed: Number(values.seed),
-    nodePorts: !values['no-node-ports'],
-    sessionAffinity: !values['no-session-affinity'],
-    nodes,
-  });
-  const cluster = generateCluster(plan, { nodes });
+  const { options, values } = planArgs({ nodes: { type: 'string', default: '4' }, kind: { type: 'string', default: 'services' } });
+  const cluster = generateCluster(planServices(options), { nodes: options.nodes ?? 4 });
   process.stdout.write(`${JSON.stringify(values.kind === 'nodes' ? cluster.nodes : cluster.services, null, 4)}\n`);
 }

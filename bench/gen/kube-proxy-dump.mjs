@@ -530,7 +530,13 @@ function printTable(name, table, header) {
 // `node bench/gen/kube-proxy-dump.mjs --services 5 --endpoints 3 --seed 1 [--no-node-ports]
 // [--no-session-affinity] [--nodes 4]` writes a dump to stdout.
 
-if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+/**
+ * The plan options of the generators' command lines (this file, kube-proxy-nft.mjs,
+ * kube-cluster.mjs), with `extra` options of the caller's own.
+ * @template {Record<string, { type: 'string' | 'boolean', default?: string | boolean }>} E
+ * @param {E} extra
+ */
+export function planArgs(extra) {
   const { values } = parseArgs({
     options: {
       services: { type: 'string', default: '5' },
@@ -539,14 +545,21 @@ if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.a
       'no-node-ports': { type: 'boolean', default: false },
       'no-session-affinity': { type: 'boolean', default: false },
       nodes: { type: 'string' },
+      ...extra,
     },
   });
-  process.stdout.write(generateKubeProxyDump({
+  /** @type {KubeProxyDumpOptions} */
+  const options = {
     services: Number(values.services),
     endpointsPerService: Number(values.endpoints),
     seed: Number(values.seed),
     nodePorts: !values['no-node-ports'],
     sessionAffinity: !values['no-session-affinity'],
     ...(values.nodes !== undefined && { nodes: Number(values.nodes) }),
-  }));
+  };
+  return { options, values };
+}
+
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  process.stdout.write(generateKubeProxyDump(planArgs({}).options));
 }

@@ -14,9 +14,8 @@
 // - masquerading by mark 0x4000: `mark-for-masquerade` sets it, `masquerading` tests, clears it
 //   and masquerades fully-random.
 
-import { parseArgs } from 'node:util';
 import { pathToFileURL } from 'node:url';
-import { kubeChainHash, planServices } from './kube-proxy-dump.mjs';
+import { kubeChainHash, planArgs, planServices } from './kube-proxy-dump.mjs';
 
 const POD_CIDR = '10.0.0.0/8';
 const SERVICE_CIDR = '172.30.0.0/16';
@@ -172,20 +171,5 @@ export function formatKubeProxyNft(services) {
 // `node bench/gen/kube-proxy-nft.mjs --services 5 --endpoints 3 --seed 1 [--no-node-ports]
 // [--nodes 4]` writes a ruleset to stdout.
 if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({
-    options: {
-      services: { type: 'string', default: '5' },
-      endpoints: { type: 'string', default: '3' },
-      seed: { type: 'string', default: '1' },
-      'no-node-ports': { type: 'boolean', default: false },
-      nodes: { type: 'string' },
-    },
-  });
-  process.stdout.write(generateKubeProxyNft({
-    services: Number(values.services),
-    endpointsPerService: Number(values.endpoints),
-    seed: Number(values.seed),
-    nodePorts: !values['no-node-ports'],
-    ...(values.nodes !== undefined && { nodes: Number(values.nodes) }),
-  }));
+  process.stdout.write(generateKubeProxyNft(planArgs({}).options));
 }
