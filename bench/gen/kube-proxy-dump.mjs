@@ -533,11 +533,11 @@ function printTable(name, table, header) {
 /**
  * The plan options of the generators' command lines (this file, kube-proxy-nft.mjs,
  * kube-cluster.mjs), with `extra` options of the caller's own.
- * @template {Record<string, { type: 'string' | 'boolean', default?: string | boolean }>} E
- * @param {E} extra
+ * @param {Record<string, { type: 'string', default?: string }>} extra
+ * @returns {{ options: KubeProxyDumpOptions, values: Record<string, string | boolean | undefined> }}
  */
 export function planArgs(extra) {
-  const { values } = parseArgs({
+  const parsed = parseArgs({
     options: {
       services: { type: 'string', default: '5' },
       endpoints: { type: 'string', default: '3' },
@@ -548,6 +548,8 @@ export function planArgs(extra) {
       ...extra,
     },
   });
+  /** @type {Record<string, string | boolean | undefined>} */
+  const values = parsed.values;
   /** @type {KubeProxyDumpOptions} */
   const options = {
     services: Number(values.services),
