@@ -493,6 +493,7 @@ function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict | undefined {
   const picked = wants === 'dst' && !random && portExpr?.kind === 'range' && typeof p.dport === 'number' ? pickDestinationPort(portExpr, p.dport, ctx) : undefined;
   const port = picked === undefined ? natValue(portExpr, ctx) : undefined;
   const rewrite = wants === 'dst' ? 'dport' : 'sport';
+  const oldPort = p[rewrite];
   let portText: string | undefined;
   if (picked !== undefined) {
     portText = String(picked);
@@ -506,6 +507,7 @@ function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict | undefined {
     portText = (p[rewrite] as number) >= 1024 ? '1024-65535' : '1-1023';
     p[rewrite] = portText;
   }
+  const changed = (wants === 'dst' ? p.dst : p.src).n !== address.n || p[rewrite] !== oldPort;
   if (wants === 'dst') p.dst = address;
   else p.src = address;
   // The entry's reply tuple now expects replies from (DNAT) / to (SNAT) the new endpoint
@@ -514,7 +516,8 @@ function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict | undefined {
   const reply = ctx.ct.reply ?? { src: original.dst, dst: original.src, sport: original.dport, dport: original.sport };
   ctx.ct.reply = wants === 'dst' ? { src: address, dst: reply.dst, sport: p.dport, dport: reply.dport } : { src: reply.src, dst: address, sport: reply.sport, dport: p.sport };
   ctx.natDone.add(wants);
-  ctx.ct.status |= wants === 'dst' ? CT_STATUS.dnat : CT_STATUS.snat;
+  // nf_nat_setup_info marks the entry SNAT/DNAT only when the new tuple differs from the old.
+  if (changed) ctx.ct.status |= wants === 'dst' ? CT_STATUS.dnat : CT_STATUS.snat;
   ctx.nat.push({ type: stmt.type, to: formatEndpoint(addressText, portText, family), at: locOf(ctx.rule!) });
   return { name: 'accept' };
 }

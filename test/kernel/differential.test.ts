@@ -400,6 +400,17 @@ COMMIT
       packet: { iif: 'eth1', src: '2001:db8:2::20', dst: '2001:db8:2::10', protocol: 'tcp', sport: 443, dport: 80, tcpFlags: 'syn' },
     },
     {
+      // nf_nat_setup_info sets IPS_DST_NAT / IPS_SRC_NAT only when the translation changes the
+      // tuple: a DNAT to the address and port the packet already has leaves `ct status dnat`
+      // unmatched. nftsim set the bit for every mapping (seed 340830410).
+      name: 'DNAT to the packet\'s own destination: ct status dnat does not match',
+      rulesets: [
+        nft('table inet t {\n  chain post {\n    type filter hook postrouting priority -300; policy accept;\n    ct status dnat meta mark set 0x1\n  }\n}\n'),
+        ipt('*nat\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n-A OUTPUT -j DNAT --to-destination 198.51.100.30\nCOMMIT\n'),
+      ],
+      packet: { src: '198.51.100.10', dst: '198.51.100.30', protocol: 'tcp', sport: 40001, dport: 80, skuid: 0, skgid: 0 },
+    },
+    {
       // The map's data are addresses only by the dnat using them: nftsim read the untyped
       // literal as "not modelled" and did no DNAT.
       name: 'dnat to ip daddr map { … }: the address the key maps to',
