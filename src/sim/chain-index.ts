@@ -13,18 +13,28 @@
 // The fields are read for the packet as it is when the next rule is picked (a rule may change
 // it), every field the run's leading tests read, not only the keys: when one of them cannot be
 // read (evaluateExpr throws NotModelled, which the scan would report) or has another type than
-// the run's literals (the comparison could throw), the next rule is run as the scan would.
+// the run's literals (the comparison could throw), the next rule is run as the scan would. A
+// field of integers is read as the compiled rules read it (packet-field.ts readField) and keyed by
+// numbers.
+//
+// The index of a chain also says where its rules' compiled code is (compile-rule.ts), once they
+// are compiled: the indexes and the compiled rules go together, on or off (withoutIndexes), and
+// are kept per HookIndex, that is per parsed ruleset.
 
 import type { Chain, Expr, Rule, Stmt } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
-import { evaluateExpr, literalValue } from './evaluate-expr.js';
+import { evaluateExpr, literalValue, type RtValue } from './evaluate-expr.js';
+import { fieldRefOf, readField, type FieldRef } from './packet-field.js';
+import type { RuleResult } from './evaluate-stmt.js';
+import type { HookIndex } from './pipeline.js';
 import type { Loc } from './outcome.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
 let indexesOn = true;
 
-/** Runs `body` with chains and sets scanned element by element, without their indexes: the
- * reference the indexes are checked against (test/sim/chain-index.test.ts). */
+/** Runs `body` with chains and sets scanned element by element, without their indexes, and
+ * every rule interpreted: the reference the indexes and the compiled rules are checked against
+ * (test/sim/chain-index.test.ts, test/sim/compile-rule.test.ts). */
 export function withoutIndexes<T>(body: () => T): T {
   const was = indexesOn;
   indexesOn = false;
@@ -40,28 +50,35 @@ export function areIndexesOn(): boolean {
   return indexesOn;
 }
 
-type KeyValue = bigint | string;
+/** A key of the index: a literal's value, as a number where the field's reader gives numbers. */
+type KeyValue = number | bigint | string;
 
 /** A leading test of a rule: `field == literal`. */
 interface KeyTest {
   /** What the field evaluation depends on: the expression without its span. */
   readonly field: string;
   readonly expr: Expr;
-  readonly value: KeyValue;
+  readonly value: bigint | string;
 }
 
-/** A field a run's leading tests read, with the type of the run's literals for it. */
+/** A field a run's leading tests read, with the type its values have when they are of the type
+ * of the run's literals for it: read by readField as a number (`ref`), else by evaluateExpr. */
 interface Probe {
   readonly expr: Expr;
-  readonly type: 'bigint' | 'string';
+  readonly ref?: FieldRef;
+  readonly type: 'number' | 'bigint' | 'string';
 }
 
 interface IndexedRun {
   readonly end: number;
   /** Every field read by a rule's tests up to its key, evaluated before picking a rule. */
   readonly probes: readonly Probe[];
-  /** For each key field (by its position in `probes`): value → positions, ascending. */
-  readonly keys: readonly { readonly probe: number; readonly positions: ReadonlyMap<KeyValue, readonly number[]> }[];
+  /** For each key field (by its position in `probes`): value → its rule's position, or the
+   * positions ascending when several rules have it (one array per value cost a kube-proxy
+   * chain's index tens of thousands of objects). */
+  readonly keys: readonly { readonly probe: number; readonly positions: ReadonlyMap<KeyValue, number | readonly number[]> }[];
+  /** The probes' values for the packet, filled anew for each pick (one array per run). */
+  readonly values: (KeyValue | RtValue | undefined)[];
 }
 
 export interface ChainIndex {
@@ -70,35 +87,43 @@ export interface ChainIndex {
    * run is long enough to index. */
   readonly runAt: Int32Array | null;
   readonly runs: readonly IndexedRun[];
-  /** By rule position, the chain the rule last jumped or went to, so that a jump does not look
-   * its target up by name every time (filled by evaluate-chain.ts). */
-  readonly targets: (JumpTarget | undefined)[];
-  /** By rule position, the rule's location, and at `chain.rules.length` the chain's own (for its
-   * policy and return events): made once, not for every trace event (filled by
-   * evaluate-chain.ts). */
-  readonly locs: (Loc | undefined)[];
+  /** By rule position, 1 + the offset of the rule's code in the ruleset's code arena
+   * (compile-rule.ts) once it is compiled; until then, minus the times it was interpreted. */
+  readonly code: Int32Array;
+  /** The chain's location (its policy and return events), made when first needed. */
+  loc: Loc | undefined;
+  /** The results of the compiled jumps and gotos to this chain (compile-rule.ts), one each,
+   * made when a packet first takes one. */
+  jump: RuleResult | undefined;
+  goto: RuleResult | undefined;
 }
 
-/** A jump's target chain as `name` (the rule's own string, so that checking it again is a
- * pointer comparison, not a comparison of two equal names) resolved, with its index. */
-export interface JumpTarget {
-  readonly name: string;
-  readonly chain: Chain;
-  readonly index: ChainIndex | null;
-}
+/** How many times a packet enters a chain too short to index before it gets an index (and its
+ * rules the compiling that goes with it): most chains of a big ruleset are entered by a packet or
+ * two, and an index for each is heap the garbage collector copies and keeps walking. */
+const COLD_ENTRIES = 2;
 
-// Built on first use, once per chain of a parsed ruleset.
-const chainIndexes = new WeakMap<Chain, ChainIndex>();
-
-/** The chain's index, null when indexes are off. */
-export function chainIndexOf(chain: Chain): ChainIndex | null {
+/** The index of a chain a packet enters (built once per chain of the ruleset `hooks` indexes);
+ * null when indexes are off, or for a short chain the first COLD_ENTRIES times (its rules are
+ * interpreted then, as without indexes). */
+export function chainIndexOf(hooks: HookIndex, chain: Chain): ChainIndex | null {
   if (!indexesOn) return null;
-  let index = chainIndexes.get(chain);
-  if (index === undefined) {
-    index = buildChainIndex(chain);
-    chainIndexes.set(chain, index);
+  const known = hooks.chainIndexes.get(chain);
+  if (typeof known === 'object') return known;
+  const entries = known ?? 0;
+  if (chain.rules.length < MIN_RUN && entries < COLD_ENTRIES) {
+    hooks.chainIndexes.set(chain, entries + 1);
+    return null;
   }
+  const index = buildChainIndex(chain);
+  hooks.chainIndexes.set(chain, index);
   return index;
+}
+
+/** The chain's index if it has one already (a compiled jump resolves its target with it). */
+export function builtChainIndex(hooks: HookIndex, chain: Chain): ChainIndex | undefined {
+  const known = hooks.chainIndexes.get(chain);
+  return typeof known === 'object' ? known : undefined;
 }
 
 /** The position of the first rule from `from` on that the packet may match, as the chain's rules
@@ -119,25 +144,30 @@ export function findNextRule(index: ChainIndex, from: number, ctx: SimContext): 
 
 /** The first candidate position from `from` in the run, `run.end` when none. */
 function nextCandidate(run: IndexedRun, from: number, ctx: SimContext): number {
-  const values: (KeyValue | undefined)[] = [];
-  for (const probe of run.probes) {
+  const { probes, values } = run;
+  for (let i = 0; i < probes.length; i++) {
+    const probe = probes[i]!;
     let value;
     try {
-      value = evaluateExpr(probe.expr, ctx);
+      const ref = probe.ref;
+      if (ref) {
+        const n = readField(ctx, ref.field, ref.arg, ref.arg2);
+        value = n < 0 ? undefined : n;
+      } else value = evaluateExpr(probe.expr, ctx);
     } catch (error) {
       if (error instanceof NotModelled) return from;
       throw error;
     }
     if (value !== undefined && typeof value !== probe.type) return from;
-    values.push(value as KeyValue | undefined);
+    values[i] = value;
   }
   let best = run.end;
   for (const key of run.keys) {
     const value = values[key.probe];
     if (value === undefined) continue;
-    const positions = key.positions.get(value);
-    if (!positions) continue;
-    const at = firstAtLeast(positions, from);
+    const positions = key.positions.get(value as KeyValue);
+    if (positions === undefined) continue;
+    const at = typeof positions === 'number' ? (positions >= from ? positions : Infinity) : firstAtLeast(positions, from);
     if (at < best) best = at;
   }
   return best;
@@ -156,15 +186,38 @@ function firstAtLeast(positions: readonly number[], from: number): number {
 }
 
 /** A field whose evaluation reads the packet and the host and has no effect: header fields,
- * meta keys (not `meta random`, which draws a branch), fib lookups. Named by the expression's
- * structure, so two tests of one field share it. */
+ * meta keys (not `meta random`, which draws a branch), fib lookups. Named by what its evaluation
+ * depends on, so two tests of one field share it (the parts of a name hold no spaces). */
 function fieldOf(expr: Expr): string | undefined {
-  if (expr.kind !== 'payload' && expr.kind !== 'fib' && (expr.kind !== 'meta' || expr.key === 'random')) return undefined;
-  // These kinds hold no node below them (no span but their own): the expression without its
-  // span, stringified without a replacer, which called back for every key of every rule of a
-  // long chain when it is first met.
-  const { span: _span, ...rest } = expr;
-  return JSON.stringify(rest);
+  switch (expr.kind) {
+    case 'payload':
+      return expr.inner ? `payload ${expr.protocol} ${expr.field} ${expr.inner}` : fieldName(PAYLOAD_NAMES, expr.protocol, expr.field, 'payload');
+    case 'meta':
+      return expr.key === 'random' ? undefined : fieldName(META_NAMES, '', expr.key, 'meta');
+    case 'fib':
+      return `fib ${expr.flags.join(',')} ${expr.result}`;
+    default:
+      return undefined;
+  }
+}
+
+// The names of header fields and meta keys, one string each: a long chain's index looks each up
+// several times per rule, and a string made anew is hashed anew.
+const PAYLOAD_NAMES = new Map<string, Map<string, string>>();
+const META_NAMES = new Map<string, Map<string, string>>();
+
+function fieldName(names: Map<string, Map<string, string>>, a: string, b: string, kind: string): string {
+  let byB = names.get(a);
+  if (!byB) {
+    byB = new Map();
+    names.set(a, byB);
+  }
+  let name = byB.get(b);
+  if (name === undefined) {
+    name = `${kind} ${a} ${b}`;
+    byB.set(b, name);
+  }
+  return name;
 }
 
 /** `field == literal` as matchRelational compares it: plain equality (not a bitmask's implicit
@@ -204,31 +257,30 @@ function leadingTests(rule: Rule): KeyTest[] {
   return tests;
 }
 
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
+
+/** How many rules of a run tell its fields' selectivity. */
+const SAMPLE = 256;
+
 /** Shorter runs are scanned: probing their fields costs about what evaluating them does. */
 const MIN_RUN = 8;
+const NO_RUNS: readonly IndexedRun[] = [];
+
 function buildChainIndex(chain: Chain): ChainIndex {
   const rules = chain.rules;
+  if (rules.length < MIN_RUN) return { chain, runAt: null, runs: NO_RUNS, code: new Int32Array(rules.length), loc: undefined, jump: undefined, goto: undefined };
   const runAt = new Int32Array(rules.length).fill(-1);
   const runs: IndexedRun[] = [];
   let start = 0;
-  while (rules.length >= MIN_RUN && start < rules.length) {
+  while (start < rules.length) {
     // A run: consecutive rules with leading tests whose literals agree in type per field.
     const tests: KeyTest[][] = [];
     const types = new Map<string, 'bigint' | 'string'>();
     let end = start;
     for (; end < rules.length; end++) {
       const ruleTests = leadingTests(rules[end]!);
-      // Checked test by test, so that one rule testing a field against both an integer and a
-      // name (`meta iif 2 meta iif "eth0"`) ends the run too.
-      const ruleTypes = new Map(types);
-      const agree = ruleTests.every((t) => {
-        const type = typeof t.value as 'bigint' | 'string';
-        if ((ruleTypes.get(t.field) ?? type) !== type) return false;
-        ruleTypes.set(t.field, type);
-        return true;
-      });
-      if (ruleTests.length === 0 || !agree) break;
-      for (const [field, type] of ruleTypes) types.set(field, type);
+      if (ruleTests.length === 0 || !agreesInTypes(ruleTests, types)) break;
+      for (const t of ruleTests) if (!types.has(t.field)) types.set(t.field, typeof t.value as 'bigint' | 'string');
       tests.push(ruleTests);
     }
     if (end - start >= MIN_RUN) {
@@ -239,44 +291,71 @@ function buildChainIndex(chain: Chain): ChainIndex {
       start = Math.max(end, start + 1);
     }
   }
-  return { chain, runAt: runs.length > 0 ? runAt : null, runs, targets: new Array<JumpTarget | undefined>(rules.length), locs: new Array<Loc | undefined>(rules.length + 1) };
+  return { chain, runAt: runs.length > 0 ? runAt : null, runs, code: new Int32Array(rules.length), loc: undefined, jump: undefined, goto: undefined };
+}
+
+/** Whether a rule's tests give each field the type the run has for it, checked test by test, so
+ * that one rule testing a field against both an integer and a name (`meta iif 2 meta iif
+ * "eth0"`) ends the run too. */
+function agreesInTypes(ruleTests: readonly KeyTest[], types: ReadonlyMap<string, 'bigint' | 'string'>): boolean {
+  for (let i = 0; i < ruleTests.length; i++) {
+    const t = ruleTests[i]!;
+    let known = types.get(t.field);
+    for (let j = 0; known === undefined && j < i; j++) if (ruleTests[j]!.field === t.field) known = typeof ruleTests[j]!.value as 'bigint' | 'string';
+    if (known !== undefined && known !== typeof t.value) return false;
+  }
+  return true;
 }
 
 function buildRun(start: number, end: number, tests: readonly KeyTest[][], types: ReadonlyMap<string, 'bigint' | 'string'>): IndexedRun {
-  // The most selective field: the one with the most distinct values in the run.
+  // The most selective field: the one with the most distinct values among the run's first rules
+  // (any key gives the same candidates; a better one gives fewer).
   const distinct = new Map<string, Set<KeyValue>>();
-  for (const ruleTests of tests) {
+  for (const ruleTests of tests.slice(0, SAMPLE)) {
     for (const t of ruleTests) {
       const values = distinct.get(t.field) ?? new Set();
       values.add(t.value);
       distinct.set(t.field, values);
     }
   }
+  // A field of integers all below 2^53 is read and keyed as numbers where it has such a reader.
+  const safe = new Map<string, boolean>();
+  for (const ruleTests of tests) {
+    for (const t of ruleTests) safe.set(t.field, (safe.get(t.field) ?? true) && typeof t.value === 'bigint' && t.value >= 0n && t.value <= MAX_SAFE);
+  }
   const probes: Probe[] = [];
+  const numeric: boolean[] = [];
   const probeOf = new Map<string, number>();
   const probeFor = (t: KeyTest): number => {
     let i = probeOf.get(t.field);
     if (i === undefined) {
       i = probes.length;
-      probes.push({ expr: t.expr, type: types.get(t.field)! });
+      const type = types.get(t.field)!;
+      const ref = type === 'bigint' && safe.get(t.field) === true ? fieldRefOf(t.expr) : undefined;
+      probes.push(ref ? { expr: t.expr, ref, type: 'number' } : { expr: t.expr, type });
+      numeric.push(ref !== undefined);
       probeOf.set(t.field, i);
     }
     return i;
   };
-  const keys = new Map<number, Map<KeyValue, number[]>>();
+  const keys = new Map<number, Map<KeyValue, number | number[]>>();
   tests.forEach((ruleTests, i) => {
     let key = 0;
+    const selectivity = (t: KeyTest): number => distinct.get(t.field)?.size ?? 0;
     for (let j = 1; j < ruleTests.length; j++) {
-      if (distinct.get(ruleTests[j]!.field)!.size > distinct.get(ruleTests[key]!.field)!.size) key = j;
+      if (selectivity(ruleTests[j]!) > selectivity(ruleTests[key]!)) key = j;
     }
     // The tests before the key are evaluated on the way to it: their fields are probed too.
     for (let j = 0; j < key; j++) probeFor(ruleTests[j]!);
     const probe = probeFor(ruleTests[key]!);
-    const positions = keys.get(probe) ?? new Map<KeyValue, number[]>();
+    const positions = keys.get(probe) ?? new Map<KeyValue, number | number[]>();
     keys.set(probe, positions);
-    const list = positions.get(ruleTests[key]!.value) ?? [];
-    list.push(start + i);
-    positions.set(ruleTests[key]!.value, list);
+    const value = ruleTests[key]!.value;
+    const keyValue = numeric[probe] ? Number(value) : value;
+    const known = positions.get(keyValue);
+    if (known === undefined) positions.set(keyValue, start + i);
+    else if (typeof known === 'number') positions.set(keyValue, [known, start + i]);
+    else known.push(start + i);
   });
-  return { end, probes, keys: [...keys].map(([probe, positions]) => ({ probe, positions })) };
+  return { end, probes, keys: [...keys].map(([probe, positions]) => ({ probe, positions })), values: new Array<KeyValue | undefined>(probes.length) };
 }

@@ -4,6 +4,7 @@
 
 import type { AddressFamily } from './address.js';
 import type { NatEvent } from './outcome.js';
+import type { CtStateName } from './packet.js';
 
 /** A conntrack tuple (nf_conntrack_tuple.h): addresses, layer 4 protocol, ports, zone. For ICMP
  * queries the kernel keeps the id and the type; nftsim has no id field, so `sport` is 0 and
@@ -22,6 +23,11 @@ export interface CtTuple {
 /** ct status bits nftsim maintains (include/uapi/linux/netfilter/nf_conntrack_common.h IPS_*).
  * ASSURED and the NAT_DONE bits are not modelled. */
 export const IPS = { seenReply: 0x02, confirmed: 0x08, srcNat: 0x10, dstNat: 0x20 } as const;
+
+/** The bits `ct state` reads (include/uapi/linux/netfilter/nf_conntrack_common.h
+ * NF_CT_STATE_INVALID_BIT, NF_CT_STATE_BIT(IP_CT_ESTABLISHED / RELATED / NEW),
+ * NF_CT_STATE_UNTRACKED_BIT). */
+export const CT_STATE_BITS: Readonly<Record<CtStateName, number>> = { invalid: 0x01, established: 0x02, related: 0x04, new: 0x08, untracked: 0x40 };
 
 export type NatManip = 'src' | 'dst';
 

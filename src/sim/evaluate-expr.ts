@@ -5,19 +5,26 @@
 import type { Expr, Literal, NamedSet, Relational } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
-import { localInterfaceOf, lookupRoute } from './host.js';
-import { hasPorts, L4_NUMBERS } from './packet.js';
+import { lookupRoute } from './host.js';
+import { CT_STATE_BITS } from './conntrack-table.js';
+import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
-import { NotModelled, type SimContext } from './sim-context.js';
+import { localInterfaceAt, NotModelled, type SimContext } from './sim-context.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
  * the parts of a concatenation. `undefined` is the kernel's NFT_BREAK: the expression has no
  * value for this packet (a tcp field of a udp packet), so the rule does not match. */
 export type RtValue = bigint | string | readonly RtValue[];
 
-const CT_STATE_BITS = { invalid: 0x01n, established: 0x02n, related: 0x04n, new: 0x08n, untracked: 0x40n } as const;
+const CT_STATE_VALUES: Readonly<Record<CtStateName, bigint>> = {
+  invalid: BigInt(CT_STATE_BITS.invalid),
+  established: BigInt(CT_STATE_BITS.established),
+  related: BigInt(CT_STATE_BITS.related),
+  new: BigInt(CT_STATE_BITS.new),
+  untracked: BigInt(CT_STATE_BITS.untracked),
+};
 // ct_status bits (include/uapi/linux/netfilter/nf_conntrack_common.h IPS_*).
 const IPS_SRC_NAT = 0x10;
 const IPS_DST_NAT = 0x20;
@@ -131,7 +138,7 @@ function payloadValue(expr: Extract<Expr, { kind: 'payload' }>, ctx: SimContext)
 }
 
 function isLocal(ctx: SimContext, a: Address): boolean {
-  return localInterfaceOf(ctx.host, a) !== undefined;
+  return localInterfaceAt(ctx, a) !== undefined;
 }
 
 function metaValue(key: string, ctx: SimContext): RtValue | undefined {
@@ -222,13 +229,21 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
 }
 
 /** PACKET_HOST 0, BROADCAST 1, MULTICAST 2 (include/uapi/linux/if_packet.h). */
-function packetType(ctx: SimContext): number {
-  const type = addressType(ctx, ctx.pkt.dst);
+export function packetType(ctx: SimContext): number {
+  const type = addressTypeAt(ctx, ctx.pkt.dst);
   return type === 3 ? 1 : type === 5 ? 2 : 0;
 }
 
 /** RTN_* (include/uapi/linux/rtnetlink.h): unicast 1, local 2, broadcast 3, multicast 5,
  * unreachable 7. */
+function addressTypeAt(ctx: SimContext, a: Address): number {
+  if (ctx.typeFor !== a) {
+    ctx.type = addressType(ctx, a);
+    ctx.typeFor = a;
+  }
+  return ctx.type;
+}
+
 function addressType(ctx: SimContext, a: Address): number {
   if (isLocal(ctx, a)) return 2;
   if (a.family === 'ip') {
@@ -250,8 +265,8 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
   const tracked = ctx.ctAttached && ct.state !== 'invalid' && ct.state !== 'untracked';
   if (expr.key === 'state') {
     // Before conntrack ran there is no entry: state reads invalid (nft_ct.c nft_ct_get_eval).
-    if (!ctx.ctAttached) return ct.state === 'untracked' ? CT_STATE_BITS.untracked : CT_STATE_BITS.invalid;
-    return CT_STATE_BITS[ct.state];
+    if (!ctx.ctAttached) return ct.state === 'untracked' ? CT_STATE_VALUES.untracked : CT_STATE_VALUES.invalid;
+    return CT_STATE_VALUES[ct.state];
   }
   if (!tracked) return undefined;
   const original = ct.original;
@@ -317,18 +332,33 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
   }
 }
 
+const FIB_FLAGS = { saddr: 1, daddr: 2, iif: 4, oif: 8, mark: 16 } as const;
+
+/** fib's flags as bits (FIB_FLAGS), as compiled rules keep them. */
+export function fibFlagBits(flags: readonly string[]): number {
+  let bits = 0;
+  for (const flag of flags) bits |= (FIB_FLAGS as Readonly<Record<string, number>>)[flag] ?? 0;
+  return bits;
+}
+
+/** `fib … type` (without `mark`): the RTN_* type of the looked-up address. */
+export function fibTypeOf(flags: number, ctx: SimContext): number {
+  const address = flags & FIB_FLAGS.saddr ? ctx.pkt.src : ctx.pkt.dst;
+  if (flags & (FIB_FLAGS.iif | FIB_FLAGS.oif)) {
+    const dev = flags & FIB_FLAGS.iif ? ctx.iif : ctx.oif;
+    const local = localInterfaceAt(ctx, address);
+    if (local) return local.name === dev || local.name === 'lo' ? 2 : 1;
+  }
+  return addressTypeAt(ctx, address);
+}
+
 function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValue | undefined {
   const flags = expr.flags;
   const address = flags.includes('saddr') ? ctx.pkt.src : ctx.pkt.dst;
   if (flags.includes('mark')) throw new NotModelled('fib with mark (policy routing)');
   switch (expr.result) {
     case 'type':
-      if (flags.includes('iif') || flags.includes('oif')) {
-        const dev = flags.includes('iif') ? ctx.iif : ctx.oif;
-        const local = localInterfaceOf(ctx.host, address);
-        if (local) return local.name === dev || local.name === 'lo' ? 2n : 1n;
-      }
-      return BigInt(addressType(ctx, address));
+      return BigInt(fibTypeOf(fibFlagBits(flags), ctx));
     case 'oif':
     case 'oifname': {
       const none = expr.result === 'oif' ? 0n : '';
@@ -337,7 +367,7 @@ function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValu
       if ((ctx.hook === 'prerouting' || ctx.hook === 'ingress' || ctx.hook === 'input') && ctx.iif === 'lo') return 'lo';
       // A local address has no output interface: the lookup gives RTN_LOCAL and the result stays
       // 0 (nft_fib4.c "Should not see RTN_LOCAL here", nft_fib6.c RTF_LOCAL).
-      if (localInterfaceOf(ctx.host, address)) return none;
+      if (localInterfaceAt(ctx, address)) return none;
       const dev = lookupRoute(ctx.host, address)?.dev;
       // `fib saddr . iif oif`: the result counts only when the route goes through the input
       // interface (nft_fib4.c: NFTA_FIB_F_IIF, fib_info_nh_uses_dev).
@@ -474,7 +504,7 @@ export function evaluateExpr(expr: Expr, ctx: SimContext): RtValue | undefined {
 /** `meta random OP k` or `meta random & (2^b - 1) OP k`, the form iptables-nft gives
  * `-m statistic --mode random --probability p` (xt_statistic translation): the probability that
  * it holds for a uniform 32-bit random word (nft_meta.c NFT_META_PRANDOM, get_random_u32). */
-function randomProbability(rel: Relational): number | undefined {
+export function randomProbability(rel: Relational): number | undefined {
   let left = rel.left;
   let mask = 0xffffffffn;
   if (left.kind === 'binop' && left.op === '&' && left.right.kind === 'literal') {
@@ -625,7 +655,7 @@ export function matchesKey(value: RtValue, key: Expr, lhs: Expr | undefined, ctx
   }
 }
 
-function prefixBits(base: Expr, lhs: Expr | undefined): number {
+export function prefixBits(base: Expr, lhs: Expr | undefined): number {
   if (base.kind === 'literal' && base.value?.type === 'ipv4') return familyBits('ip');
   if (base.kind === 'literal' && base.value?.type === 'ipv6') return familyBits('ip6');
   return (lhs && datatypeOf(lhs)?.bits) || 32;

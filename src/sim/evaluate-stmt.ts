@@ -3,38 +3,47 @@
 // marks, its conntrack entry or NAT mapping.
 
 import type { Expr, LimitStmt, NatStmt, QuotaStmt, Rule, Stmt, XtExtensionStmt } from '../model/ast.js';
+import type { ChainIndex } from './chain-index.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
 import { localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
-import { CT_STATUS, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
+import { CT_STATUS, evaluateExpr, literalValue, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
 import { lookupElement } from './lookup-element.js';
 import { matchRecent } from './match-recent.js';
-import { formatMark } from './outcome.js';
+import { formatMark, type Loc } from './outcome.js';
 import { NotModelled, locOf, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
 import { NAT_MANIP } from './pipeline.js';
 
+/** A rule's verdict; `text` is how the trace shows it (`jump KUBE-SVC-…`; a reject as the drop
+ * the kernel's trace shows, nft_reject_inet.c ends the packet with NF_DROP). */
 export type Verdict =
-  | { readonly name: 'continue' | 'accept' | 'drop' | 'reject' | 'queue' | 'return' }
-  | { readonly name: 'jump' | 'goto'; readonly target: string };
+  | { readonly name: 'continue' | 'accept' | 'drop' | 'reject' | 'queue' | 'return'; readonly text: string }
+  | {
+      readonly name: 'jump' | 'goto';
+      readonly target: string;
+      readonly text: string;
+      /** The target chain's index, when a compiled rule resolved it (compile-rule.ts). */
+      readonly to?: ChainIndex;
+    };
 
 export type RuleResult = { readonly matched: false } | { readonly matched: true; readonly verdict: Verdict };
 
-const NO_MATCH: RuleResult = { matched: false };
+export const NO_MATCH: RuleResult = { matched: false };
 
 type PlainVerdict = Exclude<Verdict['name'], 'jump' | 'goto'>;
 
 // The results of the verdicts without a target are the same for every rule and packet: made
 // once, not per evaluated rule.
-const PLAIN_RESULTS: Readonly<Record<PlainVerdict, RuleResult & { matched: true }>> = {
-  continue: { matched: true, verdict: { name: 'continue' } },
-  accept: { matched: true, verdict: { name: 'accept' } },
-  drop: { matched: true, verdict: { name: 'drop' } },
-  reject: { matched: true, verdict: { name: 'reject' } },
-  queue: { matched: true, verdict: { name: 'queue' } },
-  return: { matched: true, verdict: { name: 'return' } },
+export const PLAIN_RESULTS: Readonly<Record<PlainVerdict, RuleResult & { matched: true }>> = {
+  continue: { matched: true, verdict: { name: 'continue', text: 'continue' } },
+  accept: { matched: true, verdict: { name: 'accept', text: 'accept' } },
+  drop: { matched: true, verdict: { name: 'drop', text: 'drop' } },
+  reject: { matched: true, verdict: { name: 'reject', text: 'drop' } },
+  queue: { matched: true, verdict: { name: 'queue', text: 'queue' } },
+  return: { matched: true, verdict: { name: 'return', text: 'return' } },
 };
 
-function resultOf(verdict: Verdict): RuleResult {
+export function resultOf(verdict: Verdict): RuleResult {
   return verdict.name === 'jump' || verdict.name === 'goto' ? { matched: true, verdict } : PLAIN_RESULTS[verdict.name];
 }
 
@@ -65,10 +74,12 @@ export function reportUnsupported(ctx: SimContext, reason: string, at = ctx.rule
 function isXtTarget(ctx: SimContext): boolean {
   return ctx.rule?.origin?.format === 'iptables';
 }
-function isTest(stmt: Stmt): boolean {
+export function isTest(stmt: Stmt): boolean {
   return stmt.kind === 'match' || stmt.kind === 'vmap' || ((stmt.kind === 'xt' || stmt.kind === 'xt-extension') && stmt.type === 'match');
 }
 
+/** A rule as nft_do_chain runs its expressions; with indexes on, rules run compiled instead
+ * once met (compile-rule.ts runCompiledRule, which does the same). */
 export function evaluateRule(rule: Rule, ctx: SimContext): RuleResult {
   ctx.rule = rule;
   for (const stmt of rule.stmts) {
@@ -77,9 +88,8 @@ export function evaluateRule(rule: Rule, ctx: SimContext): RuleResult {
       result = evaluateStmt(stmt, ctx);
     } catch (error) {
       if (!(error instanceof NotModelled)) throw error;
-      const test = isTest(stmt);
-      reportUnsupported(ctx, `${error.message}: not modelled; assumed ${test ? 'no match' : 'no effect'}`);
-      if (test) return NO_MATCH;
+      reportNotModelled(ctx, error, isTest(stmt));
+      if (isTest(stmt)) return NO_MATCH;
       continue;
     }
     if (result) return result;
@@ -87,8 +97,13 @@ export function evaluateRule(rule: Rule, ctx: SimContext): RuleResult {
   return PLAIN_RESULTS.continue;
 }
 
+/** What a rule reports for a statement nftsim cannot evaluate, and what it assumes. */
+export function reportNotModelled(ctx: SimContext, error: NotModelled, test: boolean): void {
+  reportUnsupported(ctx, `${error.message}: not modelled; assumed ${test ? 'no match' : 'no effect'}`);
+}
+
 /** One statement: undefined to go on with the rule, a result to end it. */
-function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
+export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
   switch (stmt.kind) {
     case 'match':
       return matchRelational(stmt.expr, ctx) ? undefined : NO_MATCH;
@@ -152,7 +167,7 @@ function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefined {
     case 'payload-set':
       return setPayload(stmt.target, stmt.value, ctx);
     case 'nat': {
-      const verdict = setUpNat(stmt, ctx);
+      const verdict = setUpNat(stmt, ctx, undefined);
       return verdict ? resultOf(verdict) : NO_MATCH;
     }
     case 'reject':
@@ -204,10 +219,10 @@ function bigintJson(_key: string, value: unknown): unknown {
   return typeof value === 'bigint' ? value.toString() : value;
 }
 
-function verdictOf(name: string, target: string | undefined): Verdict {
+export function verdictOf(name: string, target: string | undefined): Verdict {
   if (name === 'jump' || name === 'goto') {
     if (target === undefined) throw new NotModelled(`${name} without a target`);
-    return { name, target };
+    return { name, target, text: `${name} ${target}` };
   }
   if (name === 'continue' || name === 'accept' || name === 'drop' || name === 'queue' || name === 'return') return PLAIN_RESULTS[name].verdict;
   throw new NotModelled(`verdict ${name}`);
@@ -410,21 +425,30 @@ export function formatEndpoint(address: string, port: string | undefined, family
   return family === 'ip6' ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
-/** Turns a NAT address or port expression into a value: a single one, or a range the kernel
- * picks from (shown as the range, the packet keeping the first value). */
-function natValue(expr: Expr | undefined, ctx: SimContext): { first: bigint; text: (f: (n: bigint) => string) => string } | undefined {
+/** A NAT address or port: one value (`low === high`), or a range the kernel picks from (shown
+ * as the range, the packet keeping the first value). */
+export interface NatValue {
+  readonly low: bigint;
+  readonly high: bigint;
+}
+
+function natText(value: NatValue, format: (n: bigint) => string): string {
+  return value.low === value.high ? format(value.low) : `${format(value.low)}-${format(value.high)}`;
+}
+
+/** Turns a NAT address or port expression into a value. */
+function natValue(expr: Expr | undefined, ctx: SimContext): NatValue | undefined {
   if (!expr) return undefined;
   if (expr.kind === 'range') {
     const low = natPart(expr.low, ctx);
     const high = natPart(expr.high, ctx);
     if (typeof low !== 'bigint' || typeof high !== 'bigint') throw new NotModelled('NAT range');
-    if (low === high) return { first: low, text: (f) => f(low) };
-    reportUnsupported(ctx, 'NAT to a range: the kernel picks one by hash; the trace keeps the first');
-    return { first: low, text: (f) => `${f(low)}-${f(high)}` };
+    if (low !== high) reportUnsupported(ctx, 'NAT to a range: the kernel picks one by hash; the trace keeps the first');
+    return { low, high };
   }
   const value = natPart(expr, ctx);
   if (typeof value !== 'bigint') throw new NotModelled('NAT target that is not a single value');
-  return { first: value, text: (f) => f(value) };
+  return { low: value, high: value };
 }
 
 function pickDestinationPort(range: Extract<Expr, { kind: 'range' }>, dport: number, ctx: SimContext): number | undefined {
@@ -437,12 +461,38 @@ function pickDestinationPort(range: Extract<Expr, { kind: 'range' }>, dport: num
 /** A NAT address or port: nft types `dnat to 10.0.0.1:80` from the table family, which the
  * model leaves untyped in an inet table or without `ip`; read such a literal by its spelling. */
 function natPart(expr: Expr, ctx: SimContext): RtValue | undefined {
+  return literalNatPart(expr) ?? evaluateExpr(expr, ctx);
+}
+
+function literalNatPart(expr: Expr): bigint | undefined {
   if (expr.kind === 'literal' && !expr.value) {
     const address = parseAddress(expr.text);
     if (address) return address.n;
     if (/^\d+$/.test(expr.text)) return BigInt(expr.text);
   }
-  return evaluateExpr(expr, ctx);
+  return undefined;
+}
+
+/** What natValue gives for a single literal (the same for every packet), undefined when it is
+ * not one or evaluating it throws (then it is evaluated per packet, and throws there). */
+export function natConstant(expr: Expr | undefined): bigint | undefined {
+  if (expr?.kind !== 'literal') return undefined;
+  let value: RtValue | undefined;
+  try {
+    value = literalNatPart(expr) ?? literalValue(expr);
+  } catch (error) {
+    if (error instanceof NotModelled) return undefined;
+    throw error;
+  }
+  return typeof value === 'bigint' ? value : undefined;
+}
+
+/** The values of a NAT statement's literal address and port, worked out by a compiled rule
+ * (compile-rule.ts natConstant; absent, they are evaluated), and the rule's location. */
+export interface PreparedNat {
+  readonly address: NatValue | undefined;
+  readonly port: NatValue | undefined;
+  readonly at: Loc;
 }
 
 /** Sets up a NAT mapping as nf_nat_setup_info does and returns the verdict the nat expressions
@@ -450,14 +500,14 @@ function natPart(expr: Expr, ctx: SimContext): RtValue | undefined {
  * rewritten now: the chain ends here and later nat chains at this hook are skipped, so only
  * the chains after the NAT hook see it, as after nf_nat_packet. Undefined: a map had no element
  * for the packet, so the rule does not match. */
-function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict | undefined {
+export function setUpNat(stmt: NatStmt, ctx: SimContext, prepared: PreparedNat | undefined): Verdict | undefined {
   const manip = NAT_MANIP[ctx.hook];
   const wants = stmt.type === 'dnat' || stmt.type === 'redirect' ? 'dst' : 'src';
   if (manip !== wants) throw new NotModelled(`${stmt.type} at the ${ctx.hook} hook (the kernel refuses it there)`);
   // A map's key is loaded before the NAT runs: `ip daddr` of an IPv6 packet breaks the rule
   // (nft's implicit `meta nfproto ipv4` dependency) before nft_nat_inet_eval's family check.
   if (stmt.addr?.kind === 'map' && evaluateExpr(stmt.addr.key, ctx) === undefined) return undefined;
-  if (stmt.family && stmt.family !== ctx.family) return { name: 'continue' };
+  if (stmt.family && stmt.family !== ctx.family) return PLAIN_RESULTS.continue.verdict;
   const family = ctx.family;
   const p = ctx.pkt;
   let addressExpr = stmt.addr;
@@ -478,20 +528,20 @@ function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict | undefined {
     const dev = stmt.type === 'masquerade' ? ctx.oif : ctx.iif;
     address = dev === undefined ? parseAddress(family === 'ip' ? '127.0.0.1' : '::1') : primaryAddress(ctx.host, dev, family);
     // No address on the egress interface: the kernel drops (nf_nat_masquerade.c returns NF_DROP).
-    if (!address) return { name: 'drop' };
+    if (!address) return PLAIN_RESULTS.drop.verdict;
     addressText = formatAddress(address);
   } else {
-    const a = natValue(addressExpr, ctx);
+    const a = (addressExpr === stmt.addr ? prepared?.address : undefined) ?? natValue(addressExpr, ctx);
     if (!a) throw new NotModelled(`${stmt.type} without an address`);
-    address = { family, n: a.first };
-    addressText = a.text((n) => formatAddress({ family, n }));
+    address = { family, n: a.low };
+    addressText = natText(a, (n) => formatAddress({ family, n }));
   }
   const random = stmt.flags.includes('random') || stmt.flags.includes('fully-random');
   // DNAT to a port range without random flags is not random: the port stays when it is in the
   // range, else the range's first is taken (nf_nat_core.c get_unique_tuple, and
   // nf_nat_l4proto_unique_tuple's offset 0 for the destination), while that tuple is unused.
   const picked = wants === 'dst' && !random && portExpr?.kind === 'range' && typeof p.dport === 'number' ? pickDestinationPort(portExpr, p.dport, ctx) : undefined;
-  const port = picked === undefined ? natValue(portExpr, ctx) : undefined;
+  const port = picked === undefined ? ((portExpr === stmt.port ? prepared?.port : undefined) ?? natValue(portExpr, ctx)) : undefined;
   const rewrite = wants === 'dst' ? 'dport' : 'sport';
   const oldPort = p[rewrite];
   let portText: string | undefined;
@@ -499,8 +549,8 @@ function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict | undefined {
     portText = String(picked);
     p.dport = picked;
   } else if (port) {
-    portText = port.text((n) => String(n));
-    p[rewrite] = portText.includes('-') ? portText : Number(port.first);
+    portText = natText(port, String);
+    p[rewrite] = portText.includes('-') ? portText : Number(port.low);
   } else if (random && typeof p[rewrite] === 'number') {
     // A random source port from the default range (nf_nat_proto.c nf_nat_l4proto_unique_tuple:
     // 1024-65535 for ports from 1024, 1-1023 below): not invented, shown as the range.
@@ -518,6 +568,6 @@ function setUpNat(stmt: NatStmt, ctx: SimContext): Verdict | undefined {
   ctx.natDone.add(wants);
   // nf_nat_setup_info marks the entry SNAT/DNAT only when the new tuple differs from the old.
   if (changed) ctx.ct.status |= wants === 'dst' ? CT_STATUS.dnat : CT_STATUS.snat;
-  ctx.nat.push({ type: stmt.type, to: formatEndpoint(addressText, portText, family), at: locOf(ctx.rule!) });
-  return { name: 'accept' };
+  ctx.nat.push({ type: stmt.type, to: formatEndpoint(addressText, portText, family), at: prepared?.at ?? locOf(ctx.rule!) });
+  return PLAIN_RESULTS.accept.verdict;
 }

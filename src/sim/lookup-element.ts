@@ -2,42 +2,85 @@
 // order finds it, but through an index built once per element list, so that a kube-proxy map of
 // tens of thousands of `ip . proto . port : verdict` elements costs a hash lookup.
 //
-// The index holds the exact elements (a value, or a concatenation of values) in a Map keyed by
-// a canonical form of the value, the one-dimensional intervals (prefixes and ranges) in a sorted
-// array searched by bisection, and leaves every other element (wildcards, `eth*`, concatenations
-// with intervals, anything that cannot be evaluated ahead) to the scan, in order. The result is
+// The index holds the exact elements (a value, or a concatenation of values) in Maps keyed by
+// the values (for concatenations of integers below 2^32, by a hash of the parts), the
+// one-dimensional intervals (prefixes and ranges) in a sorted array searched by bisection, and
+// leaves every other element (wildcards, `eth*`, concatenations with intervals, anything that
+// cannot be evaluated ahead) to the scan, in order. The result is
 // the matching element of lowest position among the three, so it is the one the scan finds;
 // where the scan could throw (an element nftsim cannot evaluate, a value of another type than
 // the exact elements) the elements are scanned as before.
 
-import type { ElementExpr, Expr, SetLiteral, SetRef } from '../model/ast.js';
+import type { ElementExpr, Expr, NamedSet, SetLiteral, SetRef, Table } from '../model/ast.js';
 import { prefixMask } from './address.js';
 import { areIndexesOn } from './chain-index.js';
 import { isEqual, literalValue, matchesKey, namedSet, type RtValue } from './evaluate-expr.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
+/** A value to look up: an RtValue, or as compiled rules read it (compile-rule.ts) an integer
+ * below 2^32 as a number, or a concatenation of such numbers. */
+export type LookupValue = RtValue | number | readonly number[];
+
 /** The first element of a set or map whose key matches `value` (elements of interval sets do not
  * overlap, so the first is the one), including elements added during the run. */
 export function lookupElement(set: SetLiteral | SetRef, value: RtValue, lhs: Expr, ctx: SimContext): ElementExpr | undefined {
-  if (set.kind === 'set') return findElement(set.elements, value, lhs, ctx);
-  const named = namedSet(set.name, ctx);
-  const found = findElement(named.elements ?? NO_ELEMENTS, value, lhs, ctx);
-  if (found) return found;
-  const added = ctx.dynamicSets.get(named) ?? [];
-  return added.some((v) => isEqual(value, v as RtValue)) ? { kind: 'element', span: set.span, key: set } : undefined;
+  if (!areIndexesOn()) {
+    if (set.kind === 'set') return set.elements.find((e) => matchesKey(value, e.key, lhs, ctx));
+    const named = namedSet(set.name, ctx);
+    return (named.elements ?? NO_ELEMENTS).find((e) => matchesKey(value, e.key, lhs, ctx)) ?? findAdded(named, set, value, ctx);
+  }
+  return findResolved(resolveLookup(set, lhs, ctx), value, ctx);
+}
+
+/** A set or map resolved in the table being evaluated: its elements and their index (a compiled
+ * rule keeps it, compile-rule.ts). */
+export interface ResolvedLookup {
+  readonly table: Table;
+  readonly set: SetLiteral | SetRef;
+  readonly lhs: Expr;
+  readonly named: NamedSet | undefined;
+  readonly elements: readonly ElementExpr[];
+  readonly index: SetIndex;
+}
+
+/** Resolves `set` (a named one in the table being evaluated: NotModelled when it is not there). */
+export function resolveLookup(set: SetLiteral | SetRef, lhs: Expr, ctx: SimContext): ResolvedLookup {
+  const named = set.kind === 'set-ref' ? namedSet(set.name, ctx) : undefined;
+  const elements = set.kind === 'set' ? set.elements : (named!.elements ?? NO_ELEMENTS);
+  return { table: ctx.table, set, lhs, named, elements, index: setIndexOf(elements) };
+}
+
+export function findResolved(resolved: ResolvedLookup, value: LookupValue, ctx: SimContext): ElementExpr | undefined {
+  const { elements, set, named } = resolved;
+  const position = findPosition(resolved.index, elements, value, resolved.lhs, ctx);
+  if (position < elements.length) return elements[position];
+  return named && set.kind === 'set-ref' ? findAdded(named, set, value, ctx) : undefined;
+}
+
+/** An element `add @set` / `update @set` put there during the run. */
+function findAdded(named: NamedSet, set: SetRef, value: LookupValue, ctx: SimContext): ElementExpr | undefined {
+  const added = ctx.dynamicSets.get(named);
+  if (!added) return undefined;
+  const rt = toRtValue(value);
+  return added.some((v) => isEqual(rt, v as RtValue)) ? { kind: 'element', span: set.span, key: set } : undefined;
 }
 
 const NO_ELEMENTS: readonly ElementExpr[] = [];
 
-function findElement(elements: readonly ElementExpr[], value: RtValue, lhs: Expr, ctx: SimContext): ElementExpr | undefined {
-  if (!areIndexesOn()) return elements.find((e) => matchesKey(value, e.key, lhs, ctx));
+function setIndexOf(elements: readonly ElementExpr[]): SetIndex {
   let index = setIndexes.get(elements);
   if (!index) {
     index = buildSetIndex(elements);
     setIndexes.set(elements, index);
   }
-  const position = findPosition(index, elements, value, lhs, ctx);
-  return position < elements.length ? elements[position] : undefined;
+  return index;
+}
+
+/** The RtValue of a lookup value: numbers become BigInts again. */
+function toRtValue(value: LookupValue): RtValue {
+  if (typeof value === 'number') return BigInt(value);
+  if (typeof value === 'object') return (value as readonly (RtValue | number)[]).map((part) => (typeof part === 'number' ? BigInt(part) : part));
+  return value;
 }
 
 interface Interval {
@@ -46,11 +89,29 @@ interface Interval {
   readonly position: number;
 }
 
+/** The exact elements by value: for a scalar value, value → first position; for a
+ * concatenation, one level per part (nested Maps: a text key per lookup cost more than the rest
+ * of a kube-proxy vmap lookup). Integers are keyed as BigInts. */
+type ExactMap = Map<number | bigint | string, number | ExactMap>;
+
+/** Concatenations of integers below 2^32 (kube-proxy's `ip . proto . port`): by a hash of their
+ * parts (one Map lookup, no Map per part), each candidate checked part by part. */
+interface TupleIndex {
+  readonly width: number;
+  /** The parts of the i-th tuple at i × width. */
+  readonly parts: Float64Array;
+  /** The i-th tuple's position among the elements. */
+  readonly positions: Int32Array;
+  /** Hash → the tuples (i) with it, ascending. */
+  readonly byHash: Map<number, number | number[]>;
+}
+
 interface SetIndex {
   /** The type of the exact elements' keys (shapeOf), undefined when there are none. */
   readonly exactShape?: string;
-  /** Canonical key → the first position holding it. */
-  readonly exact: ReadonlyMap<bigint | string, number>;
+  readonly exact: ExactMap;
+  /** Instead of `exact`, when every exact element is a concatenation of such integers. */
+  readonly tuples?: TupleIndex;
   /** Non-overlapping, by ascending `low`. */
   readonly intervals: readonly Interval[];
   /** A value at or above this has bits a prefix element's mask ignores: scanned instead. */
@@ -62,32 +123,35 @@ interface SetIndex {
 // Built on first use, once per element list of a parsed ruleset.
 const setIndexes = new WeakMap<readonly ElementExpr[], SetIndex>();
 
-function findPosition(index: SetIndex, elements: readonly ElementExpr[], value: RtValue, lhs: Expr, ctx: SimContext): number {
+function findPosition(index: SetIndex, elements: readonly ElementExpr[], value: LookupValue, lhs: Expr, ctx: SimContext): number {
+  let rt: RtValue | undefined;
   const scan = (): number => {
-    const i = elements.findIndex((e) => matchesKey(value, e.key, lhs, ctx));
+    const v = (rt ??= toRtValue(value));
+    const i = elements.findIndex((e) => matchesKey(v, e.key, lhs, ctx));
     return i < 0 ? elements.length : i;
   };
   let best = elements.length;
   if (index.exactShape !== undefined) {
     // Comparing a value with an element of another type may throw (an interface name with an
     // index): let the scan do it.
-    if (shapeOf(value) !== index.exactShape) return scan();
-    best = index.exact.get(canonicalOf(value)!) ?? best;
+    if (!hasShape(value, index.exactShape)) return scan();
+    best = findExact(index, value) ?? best;
   }
-  if (typeof value === 'bigint' && index.intervals.length > 0) {
+  if ((typeof value === 'bigint' || typeof value === 'number') && index.intervals.length > 0) {
+    // A number and a bigint compare exactly.
     if (index.intervalLimit !== undefined && value >= index.intervalLimit) return scan();
     const hit = findInterval(index.intervals, value);
     if (hit !== undefined && hit.position < best) best = hit.position;
   }
   for (const position of index.rest) {
     if (position >= best) break;
-    if (matchesKey(value, elements[position]!.key, lhs, ctx)) return position;
+    if (matchesKey((rt ??= toRtValue(value)), elements[position]!.key, lhs, ctx)) return position;
   }
   return best;
 }
 
 /** The interval holding `value`: the last one starting at or below it, if it reaches it. */
-function findInterval(intervals: readonly Interval[], value: bigint): Interval | undefined {
+function findInterval(intervals: readonly Interval[], value: bigint | number): Interval | undefined {
   let low = 0;
   let high = intervals.length;
   while (low < high) {
@@ -100,23 +164,130 @@ function findInterval(intervals: readonly Interval[], value: bigint): Interval |
 }
 
 /** `b` for an integer, `s` for a string, `(b s)` for a concatenation of them. */
-function shapeOf(value: RtValue): string {
-  if (typeof value === 'bigint') return 'b';
+function shapeOf(value: LookupValue): string {
+  if (typeof value === 'bigint' || typeof value === 'number') return 'b';
   if (typeof value === 'string') return 's';
-  return `(${value.map(shapeOf).join(' ')})`;
+  return `(${(value as readonly LookupValue[]).map(shapeOf).join(' ')})`;
 }
 
-/** A Map key equal for equal values of one shape: the value itself, or for a concatenation its
- * parts in text (strings JSON-quoted, so a separator cannot occur inside one). */
-function canonicalOf(value: RtValue): bigint | string | undefined {
-  if (!Array.isArray(value)) return value as bigint | string;
-  const parts: string[] = [];
-  for (const part of value) {
-    if (typeof part === 'bigint') parts.push(part.toString(16));
-    else if (typeof part === 'string') parts.push(JSON.stringify(part));
-    else return undefined;
+/** shapeOf(value) === shape, without making the text for a concatenation of integers. */
+function hasShape(value: LookupValue, shape: string): boolean {
+  if (typeof value !== 'object') return shapeOf(value) === shape;
+  const parts = value as readonly LookupValue[];
+  if (shape.length !== 2 * parts.length + 1 || parts.some((part) => typeof part !== 'bigint' && typeof part !== 'number')) return shapeOf(value) === shape;
+  // `(b b … b)`, character by character.
+  if (shape[0] !== '(' || shape[shape.length - 1] !== ')') return false;
+  for (let i = 1; i < shape.length - 1; i++) if (shape[i] !== (i % 2 === 1 ? 'b' : ' ')) return false;
+  return true;
+}
+
+/** An exact map's key for a scalar value or part: an integer below 2^32 as a number (the form
+ * compiled rules read), any other integer as a BigInt, a string as itself. */
+function keyOf(value: LookupValue): number | bigint | string | undefined {
+  if (typeof value === 'bigint') return value >= 0n && value < 0x100000000n ? Number(value) : value;
+  if (typeof value === 'number' || typeof value === 'string') return value;
+  return undefined;
+}
+
+function hashParts(parts: ArrayLike<number>, from: number, width: number): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < width; i++) {
+    h = Math.imul(h ^ parts[from + i]!, 0x01000193);
+    h ^= h >>> 15;
   }
-  return parts.join(' ');
+  return h;
+}
+
+/** The tuple's parts as numbers, undefined when one is not an integer below 2^32 (no tuple of
+ * the index has it). */
+function numericParts(value: readonly LookupValue[]): number[] | undefined {
+  const parts: number[] = [];
+  for (const part of value) {
+    const key = keyOf(part);
+    if (typeof key !== 'number') return undefined;
+    parts.push(key);
+  }
+  return parts;
+}
+
+function findTuple(tuples: TupleIndex, value: readonly LookupValue[]): number | undefined {
+  const { width, parts } = tuples;
+  const key = value.length === width ? numericParts(value) : undefined;
+  if (!key) return undefined;
+  const found = tuples.byHash.get(hashParts(key, 0, width));
+  if (found === undefined) return undefined;
+  const candidates = typeof found === 'number' ? [found] : found;
+  for (const i of candidates) {
+    let j = 0;
+    while (j < width && parts[i * width + j] === key[j]) j++;
+    if (j === width) return tuples.positions[i];
+  }
+  return undefined;
+}
+
+/** The tuple index of the exact elements (in order), when all of them are concatenations of
+ * integers below 2^32 (all of one width: they have one shape). */
+function buildTupleIndex(values: readonly (readonly RtValue[])[], positions: readonly number[]): TupleIndex | undefined {
+  const width = values[0]?.length ?? 0;
+  if (width === 0) return undefined;
+  const parts = new Float64Array(values.length * width);
+  for (let i = 0; i < values.length; i++) {
+    for (let j = 0; j < width; j++) {
+      const key = keyOf(values[i]![j]!);
+      if (typeof key !== 'number') return undefined;
+      parts[i * width + j] = key;
+    }
+  }
+  const byHash = new Map<number, number | number[]>();
+  const isSame = (a: number, b: number): boolean => {
+    for (let j = 0; j < width; j++) if (parts[a * width + j] !== parts[b * width + j]) return false;
+    return true;
+  };
+  for (let i = 0; i < values.length; i++) {
+    const h = hashParts(parts, i * width, width);
+    const known = byHash.get(h);
+    // A value written again is found at its first position: the later ones are left out.
+    if (known === undefined) byHash.set(h, i);
+    else if (typeof known === 'number') {
+      if (!isSame(known, i)) byHash.set(h, [known, i]);
+    } else if (!known.some((k) => isSame(k, i))) known.push(i);
+  }
+  return { width, parts, positions: Int32Array.from(positions), byHash };
+}
+
+function findExact(index: SetIndex, value: LookupValue): number | undefined {
+  if (index.tuples) return typeof value === 'object' ? findTuple(index.tuples, value as readonly LookupValue[]) : undefined;
+  const exact = index.exact;
+  if (typeof value !== 'object') {
+    const found = exact.get(keyOf(value)!);
+    return typeof found === 'number' ? found : undefined;
+  }
+  let level: number | ExactMap | undefined = exact;
+  for (const part of value as readonly LookupValue[]) {
+    const key = keyOf(part);
+    if (key === undefined || typeof level !== 'object') return undefined;
+    level = level.get(key);
+  }
+  return typeof level === 'number' ? level : undefined;
+}
+
+/** Records the first position of an exact value (a scalar or a concatenation of scalars). */
+function addExact(exact: ExactMap, value: RtValue, position: number): void {
+  const parts = Array.isArray(value) ? (value as readonly RtValue[]) : [value];
+  let level = exact;
+  parts.forEach((part, i) => {
+    const key = keyOf(part)!;
+    if (!Array.isArray(value) || i === parts.length - 1) {
+      if (!level.has(key)) level.set(key, position);
+      return;
+    }
+    let next = level.get(key);
+    if (next === undefined) {
+      next = new Map();
+      level.set(key, next);
+    }
+    level = next as ExactMap;
+  });
 }
 
 /** The value an element key compares equal to, when it is a plain value or a concatenation of
@@ -170,16 +341,20 @@ function constantOf(literal: Extract<Expr, { kind: 'literal' }>): RtValue | unde
 
 function buildSetIndex(elements: readonly ElementExpr[]): SetIndex {
   let exactShape: string | undefined;
-  const exact = new Map<bigint | string, number>();
+  const exact: ExactMap = new Map();
   let intervals: Interval[] = [];
   let intervalLimit: bigint | undefined;
   const rest: number[] = [];
+  const exactValues: RtValue[] = [];
+  const exactPositions: number[] = [];
   elements.forEach((element, position) => {
     const value = exactValueOf(element.key);
-    const canonical = value === undefined ? undefined : canonicalOf(value);
-    if (value !== undefined && canonical !== undefined && (exactShape ?? shapeOf(value)) === shapeOf(value)) {
+    // A concatenation of plain values (not of concatenations, and not empty) is keyed part by part.
+    const keyable = value !== undefined && (!Array.isArray(value) || (value.length > 0 && value.every((part) => !Array.isArray(part))));
+    if (value !== undefined && keyable && (exactShape ?? shapeOf(value)) === shapeOf(value)) {
       exactShape = shapeOf(value);
-      if (!exact.has(canonical)) exact.set(canonical, position);
+      exactValues.push(value);
+      exactPositions.push(position);
       return;
     }
     const interval = intervalOf(element.key);
@@ -200,5 +375,7 @@ function buildSetIndex(elements: readonly ElementExpr[]): SetIndex {
     intervals = [];
     intervalLimit = undefined;
   }
-  return { ...(exactShape !== undefined && { exactShape }), exact, intervals, ...(intervalLimit !== undefined && { intervalLimit }), rest };
+  const tuples = exactValues.every((value) => Array.isArray(value)) ? buildTupleIndex(exactValues as (readonly RtValue[])[], exactPositions) : undefined;
+  if (!tuples) exactValues.forEach((value, i) => addExact(exact, value, exactPositions[i]!));
+  return { ...(exactShape !== undefined && { exactShape }), exact, ...(tuples && { tuples }), intervals, ...(intervalLimit !== undefined && { intervalLimit }), rest };
 }

@@ -77,8 +77,10 @@ export function hasPorts(l4proto: number): boolean {
   return PORT_PROTOCOLS.has(l4proto);
 }
 
+const PROTOCOL_NAMES: ReadonlyMap<number, string> = new Map(Object.entries(L4_NUMBERS).map(([name, n]) => [n, name]));
+
 export function protocolName(l4proto: number): string {
-  return Object.keys(L4_NUMBERS).find((name) => L4_NUMBERS[name] === l4proto) ?? String(l4proto);
+  return PROTOCOL_NAMES.get(l4proto) ?? String(l4proto);
 }
 
 function symbolValue(dtype: string, name: string): number | undefined {

@@ -3,6 +3,8 @@
 
 import type { Chain, Family, Hook, NatStmt, Ruleset, Stmt, Table } from '../model/ast.js';
 import type { AddressFamily } from './address.js';
+import type { ChainIndex } from './chain-index.js';
+import { createCodeArena, type CodeArena } from './compile-rule.js';
 
 export type PathName = 'input' | 'forward' | 'output';
 
@@ -74,35 +76,74 @@ const CONNTRACK_USER_KINDS: ReadonlySet<string> = new Set(['ct', 'ct-set', 'nat'
  * xt_connlimit.c, xt_connbytes.c, xt_helper.c, xt_cluster.c). */
 const CONNTRACK_XT_EXTENSIONS: ReadonlySet<string> = new Set(['conntrack', 'state', 'connmark', 'CONNMARK', 'CT', 'DNAT', 'SNAT', 'MASQUERADE', 'REDIRECT', 'NETMAP', 'connlimit', 'connbytes', 'helper', 'cluster', 'connlabel']);
 
+// A walk over every node below (by loops, skipping spans, which hold no node): a 50,000-service
+// table is millions of nodes, walked when its first packet is simulated.
 function isConntrackUser(node: unknown): boolean {
   if (node === null || typeof node !== 'object') return false;
-  if (Array.isArray(node)) return node.some(isConntrackUser);
-  const record = node as { readonly kind?: unknown; readonly name?: unknown };
+  if (Array.isArray(node)) {
+    for (const item of node) if (isConntrackUser(item)) return true;
+    return false;
+  }
+  const record = node as { readonly kind?: unknown; readonly name?: unknown } & Readonly<Record<string, unknown>>;
   if (typeof record.kind === 'string') {
     if (CONNTRACK_USER_KINDS.has(record.kind)) return true;
     if ((record.kind === 'xt' || record.kind === 'xt-extension') && typeof record.name === 'string') return CONNTRACK_XT_EXTENSIONS.has(record.name);
   }
-  return Object.values(record).some(isConntrackUser);
+  for (const key in record) if (key !== 'span' && isConntrackUser(record[key])) return true;
+  return false;
 }
 
 /** The address families whose packets get a conntrack entry: those of the tables (inet and the
  * other non-IP families: both) holding a conntrack user (nf_ct_netns_get(net, ctx->family)). */
-function findConntrackFamilies(ruleset: Ruleset): ReadonlySet<AddressFamily> {
+export interface ConntrackFamilies {
+  has(family: AddressFamily): boolean;
+}
+
+/** Worked out table by table only as far as a question needs: scanning every statement of a
+ * 50,000-service table for NAT statements of a family cost a tenth of a second, which an IPv4
+ * packet, answered by the table's first conntrack user, does not need. */
+function findConntrackFamilies(ruleset: Ruleset): ConntrackFamilies {
   const families = new Set<AddressFamily>();
+  const steps = addConntrackFamilies(ruleset, families);
+  let done = false;
+  return {
+    has(family) {
+      while (!done && !families.has(family)) done = steps.next().done === true;
+      return families.has(family);
+    },
+  };
+}
+
+/** Adds the families in table order, pausing after each addition. */
+function* addConntrackFamilies(ruleset: Ruleset, families: Set<AddressFamily>): Generator<void> {
   for (const table of ruleset.tables) {
     const covers: readonly AddressFamily[] = table.family === 'ip' ? ['ip'] : table.family === 'ip6' ? ['ip6'] : ['ip', 'ip6'];
     if (covers.every((f) => families.has(f))) continue;
     // `dnat ip to …` in an inet table enables conntrack for its own family only (nft_nat.c
     // nft_nat_init: nf_ct_netns_get(net, the NAT's family)).
     const familied = (stmt: Stmt): stmt is NatStmt & { family: AddressFamily } => stmt.kind === 'nat' && (stmt.family === 'ip' || stmt.family === 'ip6');
-    const rules = table.chains.flatMap((chain) => chain.rules);
-    if (isConntrackUser(table.objects) || rules.some((rule) => isConntrackUser(rule.stmts.filter((stmt) => !familied(stmt))))) {
+    const usesConntrack = (): boolean => {
+      for (const chain of table.chains) {
+        for (const rule of chain.rules) for (const stmt of rule.stmts) if (!familied(stmt) && isConntrackUser(stmt)) return true;
+      }
+      return false;
+    };
+    if (isConntrackUser(table.objects) || usesConntrack()) {
       for (const f of covers) families.add(f);
+      yield;
     }
     // Loops, not a flattened copy: a 50,000-service table has millions of statements.
-    for (const rule of rules) for (const stmt of rule.stmts) if (familied(stmt)) families.add(stmt.family);
+    for (const chain of table.chains) {
+      for (const rule of chain.rules) {
+        for (const stmt of rule.stmts) {
+          if (familied(stmt) && !families.has(stmt.family)) {
+            families.add(stmt.family);
+            yield;
+          }
+        }
+      }
+    }
   }
-  return families;
 }
 
 /** A base chain as registered at a hook. */
@@ -127,26 +168,28 @@ interface Registered {
 export interface HookIndex {
   readonly byHook: ReadonlyMap<Hook, readonly Registered[]>;
   readonly chains: WeakMap<Table, ReadonlyMap<string, Chain>>;
-  readonly tableOf: WeakMap<Chain, Table>;
   /** The families conntrack is enabled for (findConntrackFamilies). */
-  readonly conntrack: ReadonlySet<AddressFamily>;
+  readonly conntrack: ConntrackFamilies;
   /** The families with a nat base chain: the first one registers the NAT hook at all four hooks
    * (nf_nat_core.c nf_nat_register_fn), so each sets up its (null) binding there. */
   readonly nat: ReadonlySet<AddressFamily>;
   /** chainsAt's answers, computed once per hook, family and (for ingress) device. */
-  readonly ordered: Map<string, readonly HookEntry[]>;
+  readonly ordered: Map<Hook, Map<string, readonly HookEntry[]>>;
+  /** The chains' indexes, made as packets meet them, or how many times a packet entered a
+   * chain that has none yet (chain-index.ts chainIndexOf). */
+  readonly chainIndexes: Map<Chain, ChainIndex | number>;
+  /** The compiled rules' code (compile-rule.ts). */
+  readonly code: CodeArena;
 }
 
 export function buildHookIndex(ruleset: Ruleset): HookIndex {
   const byHook = new Map<Hook, Registered[]>();
   const chains = new WeakMap<Table, ReadonlyMap<string, Chain>>();
-  const tableOf = new WeakMap<Chain, Table>();
   let order = 0;
   for (const table of ruleset.tables) {
     const byName = new Map<string, Chain>();
     for (const chain of table.chains) {
       byName.set(chain.name, chain);
-      tableOf.set(chain, table);
       const base = chain.base;
       if (!base) continue;
       const list = byHook.get(base.hook) ?? [];
@@ -159,7 +202,7 @@ export function buildHookIndex(ruleset: Ruleset): HookIndex {
   for (const r of [...byHook.values()].flat()) {
     if (r.nat) for (const f of r.table.family === 'inet' ? (['ip', 'ip6'] as const) : r.table.family === 'ip' || r.table.family === 'ip6' ? [r.table.family] : []) nat.add(f);
   }
-  return { byHook, chains, tableOf, conntrack: findConntrackFamilies(ruleset), nat, ordered: new Map() };
+  return { byHook, chains, conntrack: findConntrackFamilies(ruleset), nat, ordered: new Map(), chainIndexes: new Map(), code: createCodeArena() };
 }
 
 /** The base chains a packet of `family` meets at `hook` (arriving on `iif` for ingress), in the
@@ -168,12 +211,18 @@ export function buildHookIndex(ruleset: Ruleset): HookIndex {
  * whose priority is not lower). nat chains take the slot of the NAT hook, where they are ordered
  * among themselves the same way; the NAT hook registers with the first nat chain. */
 export function chainsAt(index: HookIndex, hook: Hook, family: AddressFamily, iif: string | undefined): readonly HookEntry[] {
-  const key = hook === 'ingress' ? `${hook} ${family} ${iif ?? ''}` : `${hook} ${family}`;
-  // Shared by every packet (read-only), so the key is the only cost per hook.
-  let entries = index.ordered.get(key);
+  // Shared by every packet (read-only): two lookups per hook, with no key made per packet (the
+  // family is the key, or at ingress the family, a space and the device).
+  let byKey = index.ordered.get(hook);
+  if (!byKey) {
+    byKey = new Map();
+    index.ordered.set(hook, byKey);
+  }
+  const key = hook === 'ingress' ? `${family} ${iif ?? ''}` : family;
+  let entries = byKey.get(key);
   if (!entries) {
     entries = orderChains(index, hook, family, iif);
-    index.ordered.set(key, entries);
+    byKey.set(key, entries);
   }
   return entries;
 }

@@ -4,14 +4,23 @@
 import type { Chain, Hook, Rule, Table } from '../model/ast.js';
 import type { Address } from './address.js';
 import type { ConntrackTable, CtEntry, CtTuple, NatManip } from './conntrack-table.js';
-import type { Host } from './host.js';
+import { localInterfaceOf, type Host, type HostInterface } from './host.js';
 import type { Loc, NatEvent, TraceEvent } from './outcome.js';
 import type { CtStateName, Packet } from './packet.js';
 import type { HookIndex } from './pipeline.js';
 
 /** Thrown by the evaluators for something nftsim does not model; the rule it happens in becomes
- * an `unsupported` trace event (an internal signal, never seen by callers). */
-export class NotModelled extends Error {}
+ * an `unsupported` trace event (an internal signal, never seen by callers). It has no stack
+ * trace: nothing reads one, and capturing it was most of the time of a packet through an
+ * iptables-nft listing, whose xt matches are thrown on at every rule. */
+export class NotModelled extends Error {
+  constructor(message: string) {
+    const limit = Error.stackTraceLimit;
+    Error.stackTraceLimit = 0;
+    super(message);
+    Error.stackTraceLimit = limit;
+  }
+}
 
 export interface PacketState {
   src: Address;
@@ -118,10 +127,26 @@ export interface SimContext {
   basePriority: number;
   orderDependent: boolean;
   rule?: Rule;
+  /** The last address whose host-side type (local interface, RTN_* type) was looked up, and the
+   * answers: a packet asks about its addresses at several hooks, and they change only by being
+   * replaced (sim-context.ts localInterfaceAt, evaluate-expr.ts addressTypeAt). */
+  localFor: Address | undefined;
+  local: HostInterface | undefined;
+  typeFor: Address | undefined;
+  type: number;
 }
 
-/** A new Loc each call: trace events reuse the ones their chain's index keeps (evaluate-chain.ts);
- * a WeakMap over every rule cost more than it saved. */
+/** localInterfaceOf for the run's host, remembered for the last address asked about. */
+export function localInterfaceAt(ctx: SimContext, address: Address): HostInterface | undefined {
+  if (ctx.localFor !== address) {
+    ctx.local = localInterfaceOf(ctx.host, address);
+    ctx.localFor = address;
+  }
+  return ctx.local;
+}
+
+/** A new Loc each call (a compiled rule's events take theirs from its code, compile-rule.ts
+ * compiledLoc); a WeakMap over every rule cost more than it saved. */
 export function locOf(node: { readonly span: { readonly file: string; readonly line: number; readonly column: number }; readonly handle?: number }): Loc {
   const { file, line, column } = node.span;
   return node.handle === undefined ? { file, line, column } : { file, line, column, handle: node.handle };

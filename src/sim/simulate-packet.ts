@@ -5,12 +5,12 @@ import { formatAddress } from './address.js';
 import { ConntrackTable, IPS, invertTuple, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint } from './evaluate-stmt.js';
-import { readHost, lookupRoute, localInterfaceOf, type Host, type HostInput } from './host.js';
+import { readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { protocolName, readPacket, type Packet, type PacketInput } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
 import type { InputError } from './read-fields.js';
-import { locOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
+import { localInterfaceAt, locOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
 
 export interface SimulateOptions {
   /** Pick one branch of every random choice with this seed instead of listing them all. */
@@ -72,12 +72,16 @@ export function simulatePacket(ruleset: Ruleset, input: SimulationInput, options
 /** simulatePacket for an already resolved host and packet (its `ct` as given). */
 export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, options: SimulateOptions = {}): Outcome[] {
   const index = indexOf(ruleset);
-  return enumerateBranches(options, (choose) => runPacket(index, host, packet, { explicitCt: true, keep: false }, createSimState(), choose).outcome).map(
+  // A single packet with its own `ct` neither reads nor fills the conntrack table (runPacket's
+  // RunHow): one empty table serves every run; the dynamic sets are the run's own.
+  return enumerateBranches(options, (choose) => runPacket(index, host, packet, { explicitCt: true, keep: false }, { conntrack: UNUSED_TABLE, dynamicSets: new Map() }, choose).outcome).map(
     // The outcome is this run's own new object: completed in place, with `probability` last as
     // a spread would put it (copying it was a twentieth of the time of a packet).
     ({ probability, value }): Outcome => Object.assign(value, { probability }),
   );
 }
+
+const UNUSED_TABLE = new ConntrackTable();
 
 /** A fresh state: an empty conntrack table, no dynamic set elements. */
 export function createSimState(): SimState {
@@ -222,6 +226,10 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     basePriority: 0,
     orderDependent: false,
     rule: undefined,
+    localFor: undefined,
+    local: undefined,
+    typeFor: undefined,
+    type: 0,
   };
   const ending = packet.iif !== undefined ? receive(ctx, packet.oif) : send(ctx, packet);
   // A found entry is the kernel's own object: what the packet changed stays, dropped or not.
@@ -352,6 +360,12 @@ function confirm(ctx: SimContext): void {
   const conn = ctx.conn;
   const original = conn.tuple;
   if (!original || conn.entry || !ctx.ctAttached || !isTrackedState(ctx)) return;
+  // A received packet's way ends here: without `keep`, nothing reads its entry (a local packet's
+  // may still come back in through lo, with it).
+  if (!conn.keep && ctx.iif !== undefined) {
+    ctx.ct.status |= IPS.confirmed;
+    return;
+  }
   const { dst, src } = conn.mapped;
   const mapped = {
     ...original,
@@ -404,7 +418,7 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   const early = runHook(ctx, 'ingress') ?? runHook(ctx, 'prerouting');
   if (early) return early;
   const dst = ctx.pkt.dst;
-  if (localInterfaceOf(ctx.host, dst)) {
+  if (localInterfaceAt(ctx, dst)) {
     const input = runHook(ctx, 'input');
     if (input) return input;
     confirm(ctx);
@@ -429,7 +443,7 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
  * changed the destination (ip_route_me_harder, nf_nat_ipv4_local_fn), then postrouting. */
 function send(ctx: SimContext, packet: Packet): Ending {
   const route = (): string | undefined =>
-    packet.oif ?? (localInterfaceOf(ctx.host, ctx.pkt.dst) ? 'lo' : lookupRoute(ctx.host, ctx.pkt.dst)?.dev);
+    packet.oif ?? (localInterfaceAt(ctx, ctx.pkt.dst) ? 'lo' : lookupRoute(ctx.host, ctx.pkt.dst)?.dev);
   const oif = route();
   if (oif === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(ctx.pkt.dst)}` };
   ctx.oif = oif;
@@ -444,7 +458,7 @@ function send(ctx: SimContext, packet: Packet): Ending {
   const post = runHook(ctx, 'postrouting');
   if (post) return post;
   confirm(ctx);
-  if (ctx.oif === 'lo' && localInterfaceOf(ctx.host, ctx.pkt.dst)) return reenter(ctx);
+  if (ctx.oif === 'lo' && localInterfaceAt(ctx, ctx.pkt.dst)) return reenter(ctx);
   return { disposition: 'sent', verdict: 'accept' };
 }
 
@@ -459,30 +473,29 @@ function reenter(ctx: SimContext): Ending {
   return receive(ctx, undefined);
 }
 
+type Mutable<T> = { -readonly [K in keyof T]: T[K] };
+
+/** The outcome, its optional fields present only when set, in the order of the Outcome type
+ * (which its JSON keeps): built property by property, without the temporary objects of spreads. */
 function finish(ctx: SimContext, ending: Ending): Omit<Outcome, 'probability'> {
   const p = ctx.pkt;
   const decidedBy = decidingLoc(ctx, ending);
   const uncertain = ctx.uncertain || ending.disposition === 'unknown';
-  return {
-    disposition: ending.disposition,
-    verdict: ending.verdict,
-    ...(ctx.iif !== undefined && { iif: ctx.iif }),
-    ...(ctx.oif !== undefined && { oif: ctx.oif }),
-    packet: {
-      src: formatAddress(p.src),
-      dst: formatAddress(p.dst),
-      protocol: protocolName(p.l4proto),
-      ...(p.sport !== undefined && { sport: p.sport }),
-      ...(p.dport !== undefined && { dport: p.dport }),
-    },
-    mark: formatMark(p.mark),
-    ctMark: formatMark(ctx.ct.mark),
-    nat: ctx.nat,
-    ...(decidedBy && { decidedBy }),
-    trace: ctx.trace,
-    uncertain,
-    ...(ending.reason !== undefined && { reason: ending.reason }),
-  };
+  const outcome: Partial<Mutable<Outcome>> = { disposition: ending.disposition, verdict: ending.verdict };
+  if (ctx.iif !== undefined) outcome.iif = ctx.iif;
+  if (ctx.oif !== undefined) outcome.oif = ctx.oif;
+  const packet: Mutable<Outcome['packet']> = { src: formatAddress(p.src), dst: formatAddress(p.dst), protocol: protocolName(p.l4proto) };
+  if (p.sport !== undefined) packet.sport = p.sport;
+  if (p.dport !== undefined) packet.dport = p.dport;
+  outcome.packet = packet;
+  outcome.mark = formatMark(p.mark);
+  outcome.ctMark = formatMark(ctx.ct.mark);
+  outcome.nat = ctx.nat;
+  if (decidedBy) outcome.decidedBy = decidedBy;
+  outcome.trace = ctx.trace;
+  outcome.uncertain = uncertain;
+  if (ending.reason !== undefined) outcome.reason = ending.reason;
+  return outcome as Omit<Outcome, 'probability'>;
 }
 
 /** The rule or policy that decided: the one that ended the packet, else the last accepting

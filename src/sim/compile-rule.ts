@@ -1,0 +1,589 @@
+// Rules compiled into numbers, for the rules of indexed chains that packets meet often
+// (evaluate-chain.ts compiles a rule on its third run): each statement becomes one instruction in
+// a code buffer shared by the whole ruleset (a Float64Array, which the garbage collector does not
+// scan), and runCompiledRule runs them. A kube-proxy ruleset has hundreds of thousands of rules,
+// most of them met by a few packets only, and cold in memory when they are: what a compiled rule
+// keeps must be small and must not be objects (a closure per statement added more garbage
+// collection than it saved), and compiling reads no more of a rule than its statements (its
+// location and its jump's target are looked up when first needed).
+//
+// Compiled: matches of an integer field of at most 32 bits (header fields, meta and ct keys, fib
+// types, with `&`/`|`/`^` and constants) against constants, prefixes, ranges, flag lists and
+// sets; verdicts; `meta mark set`; the random tests (`meta random`, iptables' statistic); the
+// state test of iptables' conntrack match; verdict maps on such fields; NAT statements (their
+// literals worked out). A statement with no effect on the packet's way (counter, log, an iptables
+// comment) has no instruction. Every other statement is an EVAL instruction: the interpreter
+// (evaluate-stmt.ts) evaluates it, as it evaluates every statement the first runs and with
+// indexes off, the reference test/sim/compile-rule.test.ts checks the compiled rules against. An
+// instruction does what the interpreter does for its statement, in its order: it breaks where
+// evaluateExpr does, and throws NotModelled where it would.
+
+import type { ElementExpr, Expr, MatchStmt, NatStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
+import { isBitmaskType } from '../model/datatypes.js';
+import { prefixMask } from './address.js';
+import { prefixBits, randomProbability } from './evaluate-expr.js';
+import {
+  evaluateStmt,
+  isTest,
+  natConstant,
+  NO_MATCH,
+  PLAIN_RESULTS,
+  reportNotModelled,
+  resultOf,
+  setUpNat,
+  verdictOf,
+  type NatValue,
+  type RuleResult,
+  type Verdict,
+} from './evaluate-stmt.js';
+import { builtChainIndex } from './chain-index.js';
+import { findResolved, resolveLookup, type ResolvedLookup } from './lookup-element.js';
+import { applyOp, constantOf, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
+import type { CtStateName } from './packet.js';
+import type { Loc } from './outcome.js';
+import { NotModelled, type SimContext } from './sim-context.js';
+
+/** The code of every compiled rule of one ruleset, appended as rules are compiled. A rule's code
+ * opens with its location (HEADER, filled when the rule first matches), so that its trace events
+ * read nothing else. */
+export interface CodeArena {
+  buf: Float64Array;
+  length: number;
+  /** The input files of the rules' locations, by the header's file number. */
+  readonly files: string[];
+  readonly fileIds: Map<string, number>;
+  /** The results of JUMP instructions once resolved, by their operand (one per verb and target
+   * chain: ChainIndex.jump and .goto). */
+  readonly jumps: RuleResult[];
+  /** The results of verdict map elements, their target chains resolved, as packets meet them. */
+  readonly elementResults: Map<ElementExpr, RuleResult>;
+  /** The sets of LOOKUP and VMAP instructions, by their slot, resolved when first needed. */
+  readonly sets: (ResolvedLookup | undefined)[];
+}
+
+export function createCodeArena(): CodeArena {
+  return { buf: new Float64Array(4096), length: 0, files: [], fileIds: new Map(), jumps: [], elementResults: new Map(), sets: [] };
+}
+
+/** [line (-1: not filled yet), column, handle (-1: none), file]: a rule's location, before its
+ * instructions. */
+const HEADER = 4;
+
+/** The location of `rule`, compiled at `start`. */
+export function compiledLoc(arena: CodeArena, start: number, rule: Rule): Loc {
+  const buf = arena.buf;
+  if (buf[start]! < 0) {
+    const { file, line, column } = rule.span;
+    let id = arena.fileIds.get(file);
+    if (id === undefined) {
+      id = arena.files.length;
+      arena.files.push(file);
+      arena.fileIds.set(file, id);
+    }
+    buf[start] = line;
+    buf[start + 1] = column;
+    buf[start + 2] = rule.handle ?? -1;
+    buf[start + 3] = id;
+  }
+  const file = arena.files[buf[start + 3]!]!;
+  const handle = buf[start + 2]!;
+  return handle < 0 ? { file, line: buf[start]!, column: buf[start + 1]! } : { file, line: buf[start]!, column: buf[start + 1]!, handle };
+}
+
+/** The result of a verdict, a jump or goto with its target resolved in the table being
+ * evaluated (the rule's): the target chain's one result for the verb. A target not in the table
+ * stays unresolved (evaluate-chain.ts reports it when it is taken), and so does one without an
+ * index yet (evaluate-chain.ts finds it by name). */
+function resolvedResult(verdict: Verdict, ctx: SimContext): RuleResult {
+  if (verdict.name !== 'jump' && verdict.name !== 'goto') return resultOf(verdict);
+  const chain = ctx.index.chains.get(ctx.table)!.get(verdict.target);
+  const index = chain && builtChainIndex(ctx.index, chain);
+  if (!index) return resultOf(verdict);
+  if (verdict.name === 'jump') return (index.jump ??= { matched: true, verdict: { ...verdict, to: index } });
+  return (index.goto ??= { matched: true, verdict: { ...verdict, to: index } });
+}
+
+// Instructions: the opcode, the statement's position in the rule (for what evaluateRule reports
+// when it is not modelled), then the operands.
+const END = 0;
+/** [TEST, k, field, arg, arg2, op1, c1, op2, c2, cmp, x, y]: a field (U32Expr) compared. */
+const TEST = 1;
+/** [CHOOSE, k, p]: matches in a random branch of probability p. */
+const CHOOSE = 2;
+/** [NEVER, k]: a random test that never holds. */
+const NEVER = 3;
+/** [CT_STATES, k, names, negated]: iptables' `-m conntrack --ctstate` (names: CT_NAME_BITS). */
+const CT_STATES = 4;
+/** [RESULT, k, code]: a verdict without a target (RESULT_CODES). */
+const RESULT = 5;
+/** [JUMP, k, id]: a jump or goto, its result in the arena's `jumps`; id -1 until first taken
+ * (then resolved in the rule's table: a chain not there is reported by evaluate-chain.ts). */
+const JUMP = 6;
+/** [MARK_SET, k, field, arg, arg2, op1, c1, op2, c2, continues]: `meta mark set` (continues: as
+ * iptables' MARK target, the rule goes on when the value breaks). */
+const MARK_SET = 7;
+/** [EVAL, k]: the interpreter evaluates the statement. */
+const EVAL = 8;
+/** [LOOKUP, k, negated, set, concat, n, (field, arg, arg2) × n]: `key @set` on fields (concat:
+ * 1 for a concatenation of the n, 0 for one field); set: the arena's `sets` slot. */
+const LOOKUP = 9;
+/** [VMAP, k, set, concat, n, (field, arg, arg2) × n]: `key vmap …` on fields. */
+const VMAP = 10;
+/** [NAT, k, address, port]: a NAT statement, its literal address and port (-1: evaluated). */
+const NAT = 11;
+
+/** Comparisons of TEST: the value v against x (and y). */
+const CMP = { eq: 1, ne: 2, lt: 3, gt: 4, le: 5, ge: 6, anyBit: 7, maskEq: 8, maskNe: 9, in: 10, notIn: 11 } as const;
+
+const RESULT_CODES = ['continue', 'accept', 'drop', 'reject', 'queue', 'return'] as const;
+
+const CT_NAME_BITS: Readonly<Record<string, number>> = { NEW: 1, ESTABLISHED: 2, RELATED: 4, INVALID: 8, UNTRACKED: 16, SNAT: 32, DNAT: 64 };
+const CT_STATE_NAME_BITS: Readonly<Record<CtStateName, number>> = { new: 1, established: 2, related: 4, invalid: 8, untracked: 16 };
+
+function lengthOf(buf: Float64Array, pc: number): number {
+  switch (buf[pc]) {
+    case TEST:
+      return 12;
+    case CHOOSE:
+      return 3;
+    case CT_STATES:
+    case NAT:
+      return 4;
+    case RESULT:
+    case JUMP:
+      return 3;
+    case MARK_SET:
+      return 10;
+    case LOOKUP:
+      return 6 + 3 * buf[pc + 5]!;
+    case VMAP:
+      return 5 + 3 * buf[pc + 4]!;
+    default:
+      return 2;
+  }
+}
+
+/** Compiles `rule` into the arena; its code's offset. Reads no more of the rule than its
+ * statements need: most rules of a big ruleset are cold in memory when first compiled. */
+export function compileRule(rule: Rule, arena: CodeArena): number {
+  const out: number[] = [-1, 0, -1, 0];
+  const stmts = rule.stmts;
+  for (let k = 0; k < stmts.length; k++) {
+    const stmt = stmts[k]!;
+    const before = out.length;
+    const compiled = stmt.kind === 'verdict' ? compileVerdict(stmt, k, out) : compileStmt(stmt, k, rule, arena, out);
+    if (!compiled) {
+      out.length = before;
+      out.push(EVAL, k);
+    }
+  }
+  out.push(END);
+  if (arena.length + out.length > arena.buf.length) {
+    const grown = new Float64Array(Math.max(arena.buf.length * 2, arena.length + out.length));
+    grown.set(arena.buf.subarray(0, arena.length));
+    arena.buf = grown;
+  }
+  const start = arena.length;
+  const buf = arena.buf;
+  for (let i = 0; i < out.length; i++) buf[start + i] = out[i]!;
+  arena.length += out.length;
+  return start;
+}
+
+function pushU32(out: number[], e: U32Expr): void {
+  const [first, second] = e.ops;
+  out.push(e.ref.field, e.ref.arg, e.ref.arg2, first?.op ?? 0, first?.value ?? 0, second?.op ?? 0, second?.value ?? 0);
+}
+
+/** Appends a statement's instruction to `out`: nothing for no effect (evaluateStmt returns
+ * undefined without reading anything); false to leave the statement to the interpreter. */
+function compileStmt(stmt: Stmt, k: number, rule: Rule, arena: CodeArena, out: number[]): boolean {
+  switch (stmt.kind) {
+    case 'match':
+      return compileMatch(stmt.expr, k, arena, out);
+    case 'reject':
+      out.push(RESULT, k, RESULT_CODES.indexOf('reject'));
+      return true;
+    case 'queue':
+      out.push(RESULT, k, RESULT_CODES.indexOf('queue'));
+      return true;
+    case 'counter':
+    case 'log':
+    case 'last':
+    case 'flow-offload':
+    case 'option-reset':
+    case 'dup':
+      return true;
+    case 'meta-set': {
+      if (stmt.key !== 'mark') return false;
+      const value = u32ExprOf(stmt.value);
+      if (!value) return false;
+      out.push(MARK_SET, k);
+      pushU32(out, value);
+      out.push(rule.origin?.format === 'iptables' ? 1 : 0);
+      return true;
+    }
+    case 'vmap':
+      out.push(VMAP, k, arena.sets.length, stmt.key.kind === 'concat' ? 1 : 0, 0);
+      if (!pushKey(stmt.key, out, out.length - 1)) return false;
+      arena.sets.push(undefined);
+      return true;
+    case 'xt-extension':
+      return compileXtMatch(stmt, k, out);
+    case 'nat': {
+      const u32 = (n: bigint | undefined): number => (n !== undefined && isU32(n) ? Number(n) : -1);
+      out.push(NAT, k, u32(natConstant(stmt.addr)), u32(natConstant(stmt.port)));
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
+function compileVerdict(stmt: Extract<Stmt, { kind: 'verdict' }>, k: number, out: number[]): boolean {
+  let verdict: Verdict;
+  try {
+    verdict = verdictOf(stmt.verdict, stmt.target);
+  } catch (error) {
+    if (error instanceof NotModelled) return false;
+    throw error;
+  }
+  if (verdict.name !== 'jump' && verdict.name !== 'goto') {
+    out.push(RESULT, k, RESULT_CODES.indexOf(verdict.name));
+    return true;
+  }
+  out.push(JUMP, k, -1);
+  return true;
+}
+
+/** Appends a set key read from fields (one field, or a concatenation of them: field, arg, arg2
+ * each), and its number of parts at `countAt`. */
+function pushKey(expr: Expr, out: number[], countAt: number): boolean {
+  const parts = expr.kind === 'concat' ? expr.parts : [expr];
+  for (const part of parts) {
+    const ref = fieldRefOf(part);
+    if (!ref) return false;
+    out.push(ref.field, ref.arg, ref.arg2);
+  }
+  out[countAt] = parts.length;
+  return true;
+}
+
+/** An integer constant of a flag list, a prefix base or a range end. */
+function integerConstant(expr: Expr): bigint | undefined {
+  if (expr.kind !== 'literal') return undefined;
+  const value = constantOf(expr);
+  return typeof value === 'bigint' ? value : undefined;
+}
+
+const ORDER: Readonly<Record<Relational['op'], number>> = { implicit: CMP.eq, '==': CMP.eq, '!=': CMP.ne, '<': CMP.lt, '>': CMP.gt, '<=': CMP.le, '>=': CMP.ge };
+
+/** matchRelational's cases for a u32 left side, as TEST's [cmp, x, y]; undefined for the
+ * interpreter. `mask`: the left side is the field `& mask` (folded into equality tests). */
+function comparisonOf(rel: Relational, mask: number | undefined): readonly [number, number, number] | undefined {
+  const right = rel.right;
+  const op = rel.op;
+  const isMembership = op === 'implicit' || op === '==' || op === '!=';
+  let cmp: number;
+  let x: number;
+  switch (right.kind) {
+    case 'literal': {
+      // `fib … oif exists` stays with the interpreter.
+      if (right.text === 'exists' || right.text === 'missing') return undefined;
+      const value = constantOf(right);
+      if (typeof value !== 'bigint' || !isU32(value)) return undefined;
+      x = Number(value);
+      cmp = op === 'implicit' && right.dtype !== undefined && isBitmaskType(right.dtype) ? CMP.anyBit : ORDER[op];
+      break;
+    }
+    case 'flag-list': {
+      let bits = 0n;
+      for (const item of right.items) {
+        const v = integerConstant(item);
+        if (v === undefined) return undefined;
+        bits |= v;
+      }
+      if (!isU32(bits)) return undefined;
+      x = Number(bits);
+      cmp = op === 'implicit' ? CMP.anyBit : ORDER[op];
+      break;
+    }
+    case 'prefix': {
+      if (!isMembership || mask !== undefined) return undefined;
+      const base = integerConstant(right.expr);
+      if (base === undefined) return undefined;
+      const prefix = prefixMask(prefixBits(right.expr, rel.left), right.length);
+      if (!isU32(prefix)) return undefined;
+      return [op === '!=' ? CMP.maskNe : CMP.maskEq, Number(prefix), Number(base & prefix)];
+    }
+    case 'range': {
+      if (!isMembership || mask !== undefined) return undefined;
+      const low = integerConstant(right.low);
+      const high = integerConstant(right.high);
+      if (low === undefined || high === undefined || low < 0n || high < 0n) return undefined;
+      const cmpIn = op === '!=' ? CMP.notIn : CMP.in;
+      // A bound beyond 2^32 holds no u32 value past it: the same test.
+      if (low > 0xffffffffn) return [cmpIn, 1, 0];
+      return [cmpIn, Number(low), isU32(high) ? Number(high) : 0xffffffff];
+    }
+    default:
+      return undefined;
+  }
+  if (mask === undefined) return [cmp, x, 0];
+  // (field & mask) == x never holds when x has bits outside the mask (-1: no value is equal).
+  if (cmp === CMP.eq) return [CMP.maskEq, mask, (x & mask) >>> 0 === x ? x : -1];
+  if (cmp === CMP.ne) return [CMP.maskNe, mask, (x & mask) >>> 0 === x ? x : -1];
+  if (cmp === CMP.anyBit) return [CMP.anyBit, (mask & x) >>> 0, 0];
+  return undefined;
+}
+
+function compileMatch(rel: Relational, k: number, arena: CodeArena, out: number[]): boolean {
+  let p: number | undefined;
+  try {
+    p = randomProbability(rel);
+  } catch (error) {
+    if (error instanceof NotModelled) return false;
+    throw error;
+  }
+  if (p !== undefined) {
+    if (p <= 0) out.push(NEVER, k);
+    else if (p < 1) out.push(CHOOSE, k, p);
+    return true;
+  }
+  const right = rel.right;
+  if (right.kind === 'set' || right.kind === 'set-ref') {
+    if (rel.op !== 'implicit' && rel.op !== '==' && rel.op !== '!=') return false;
+    out.push(LOOKUP, k, rel.op === '!=' ? 1 : 0, arena.sets.length, rel.left.kind === 'concat' ? 1 : 0, 0);
+    if (!pushKey(rel.left, out, out.length - 1)) return false;
+    arena.sets.push(undefined);
+    return true;
+  }
+  const left = u32ExprOf(rel.left);
+  if (!left) return false;
+  // `meta mark & 0x4000 == 0x4000`: the mask folds into a test of equality.
+  const only = left.ops.length === 1 ? left.ops[0]! : undefined;
+  const folded = only?.op === OP.and ? comparisonOf(rel, only.value) : undefined;
+  const comparison = folded ?? comparisonOf(rel, undefined);
+  if (!comparison) return false;
+  out.push(TEST, k);
+  pushU32(out, folded ? { ref: left.ref, ops: [] } : left);
+  out.push(comparison[0], comparison[1], comparison[2]);
+  return true;
+}
+
+/** iptables' statistic, comment and conntrack state matches (evaluate-stmt.ts
+ * evaluateXtExtension, matchXt); the other xt statements are interpreted. */
+function compileXtMatch(stmt: XtExtensionStmt, k: number, out: number[]): boolean {
+  if (stmt.type !== 'match') return false;
+  const option = (name: string) => stmt.options.find((o) => o.name === name);
+  if (stmt.name === 'statistic') {
+    const mode = option('mode')?.value;
+    const probability = option('probability');
+    if (mode?.type !== 'string' || mode.s !== 'random' || probability?.value.type !== 'probability') return false;
+    const p = probability.negated ? 1 - probability.value.p : probability.value.p;
+    if (p <= 0) out.push(NEVER, k);
+    else if (p < 1) out.push(CHOOSE, k, p);
+    return true;
+  }
+  if (stmt.name === 'comment') return true;
+  if ((stmt.name !== 'conntrack' && stmt.name !== 'state') || stmt.options.length !== 1) return false;
+  const o = stmt.options[0]!;
+  if ((o.name !== 'ctstate' && o.name !== 'state') || o.value.type !== 'names') return false;
+  let names = 0;
+  for (const name of o.value.names) names |= CT_NAME_BITS[name] ?? 0;
+  out.push(CT_STATES, k, names, o.negated ? 1 : 0);
+  return true;
+}
+
+function compare(cmp: number, v: number, x: number, y: number): boolean {
+  switch (cmp) {
+    case CMP.eq:
+      return v === x;
+    case CMP.ne:
+      return v !== x;
+    case CMP.lt:
+      return v < x;
+    case CMP.gt:
+      return v > x;
+    case CMP.le:
+      return v <= x;
+    case CMP.ge:
+      return v >= x;
+    case CMP.anyBit:
+      return (v & x) !== 0;
+    case CMP.maskEq:
+      return ((v & x) >>> 0) === y;
+    case CMP.maskNe:
+      return ((v & x) >>> 0) !== y;
+    case CMP.in:
+      return x <= v && v <= y;
+    case CMP.notIn:
+      return v < x || v > y;
+    default:
+      throw new Error(`unknown comparison ${cmp}`);
+  }
+}
+
+/** A TEST's or MARK_SET's value: the field, then its operations; -1 for NFT_BREAK. */
+function u32At(buf: Float64Array, at: number, ctx: SimContext): number {
+  let v = readField(ctx, buf[at]!, buf[at + 1]!, buf[at + 2]!);
+  if (v < 0) return -1;
+  const op1 = buf[at + 3]!;
+  if (op1 !== 0) {
+    v = applyOp(op1, v, buf[at + 4]!);
+    const op2 = buf[at + 5]!;
+    if (op2 !== 0) v = applyOp(op2, v, buf[at + 6]!);
+  }
+  return v;
+}
+
+/** A set key from fields: a number, or the parts of a concatenation; undefined for NFT_BREAK. */
+function keyAt(buf: Float64Array, at: number, n: number, concat: boolean, ctx: SimContext): number | number[] | undefined {
+  if (!concat) {
+    const v = readField(ctx, buf[at]!, buf[at + 1]!, buf[at + 2]!);
+    return v < 0 ? undefined : v;
+  }
+  const parts: number[] = [];
+  for (let i = 0; i < n; i++) {
+    const v = readField(ctx, buf[at + 3 * i]!, buf[at + 3 * i + 1]!, buf[at + 3 * i + 2]!);
+    if (v < 0) return undefined;
+    parts.push(v);
+  }
+  return parts;
+}
+
+/** The set of the LOOKUP or VMAP of statement k, resolved in slot `slot` when first needed (and
+ * again in another table, which a rule is never evaluated in). */
+function lookupAt(arena: CodeArena, slot: number, rule: Rule, k: number, ctx: SimContext): ResolvedLookup {
+  const known = arena.sets[slot];
+  if (known && known.table === ctx.table) return known;
+  const stmt = rule.stmts[k]!;
+  const resolved = stmt.kind === 'vmap' ? resolveLookup(stmt.map, stmt.key, ctx) : resolveLookup((stmt as MatchStmt).expr.right as SetLiteral | SetRef, (stmt as MatchStmt).expr.left, ctx);
+  arena.sets[slot] = resolved;
+  return resolved;
+}
+
+function natValueOf(n: number): NatValue | undefined {
+  if (n < 0) return undefined;
+  const value = BigInt(n);
+  return { low: value, high: value };
+}
+
+// Random branches of one probability share their weights (a chooser only reads them).
+const weightsByProbability = new Map<number, readonly number[]>();
+
+function weightsOf(p: number): readonly number[] {
+  let weights = weightsByProbability.get(p);
+  if (!weights) {
+    weights = [p, 1 - p];
+    if (weightsByProbability.size < 4096) weightsByProbability.set(p, weights);
+  }
+  return weights;
+}
+
+/** Runs a compiled rule (the code at `start`), as evaluateRule runs its statements. */
+export function runCompiledRule(arena: CodeArena, start: number, rule: Rule, ctx: SimContext): RuleResult {
+  ctx.rule = rule;
+  const buf = arena.buf;
+  let pc = start + HEADER;
+  for (;;) {
+    try {
+      for (;;) {
+        switch (buf[pc]) {
+          case END:
+            return PLAIN_RESULTS.continue;
+          case TEST: {
+            const v = u32At(buf, pc + 2, ctx);
+            if (v < 0 || !compare(buf[pc + 9]!, v, buf[pc + 10]!, buf[pc + 11]!)) return NO_MATCH;
+            pc += 12;
+            break;
+          }
+          case CHOOSE:
+            if (ctx.choose(weightsOf(buf[pc + 2]!)) !== 0) return NO_MATCH;
+            pc += 3;
+            break;
+          case NEVER:
+            return NO_MATCH;
+          case CT_STATES: {
+            const ct = ctx.ct;
+            let bits: number;
+            if (!ctx.ctAttached) bits = ct.state === 'untracked' ? CT_NAME_BITS.UNTRACKED! : CT_NAME_BITS.INVALID!;
+            else {
+              bits = CT_STATE_NAME_BITS[ct.state];
+              if (ct.state !== 'invalid' && ct.state !== 'untracked') bits |= (ct.status & IPS_SRC_NAT ? CT_NAME_BITS.SNAT! : 0) | (ct.status & IPS_DST_NAT ? CT_NAME_BITS.DNAT! : 0);
+            }
+            if (((bits & buf[pc + 2]!) !== 0) === (buf[pc + 3] === 1)) return NO_MATCH;
+            pc += 4;
+            break;
+          }
+          case RESULT:
+            return PLAIN_RESULTS[RESULT_CODES[buf[pc + 2]!]!];
+          case JUMP: {
+            const id = buf[pc + 2]!;
+            if (id >= 0) return arena.jumps[id]!;
+            const stmt = rule.stmts[buf[pc + 1]!] as Extract<Stmt, { kind: 'verdict' }>;
+            const result = resolvedResult(verdictOf(stmt.verdict, stmt.target), ctx);
+            const verdict = result.matched ? result.verdict : undefined;
+            if ((verdict?.name === 'jump' || verdict?.name === 'goto') && verdict.to) {
+              buf[pc + 2] = arena.jumps.length;
+              arena.jumps.push(result);
+            }
+            return result;
+          }
+          case NAT: {
+            const stmt = rule.stmts[buf[pc + 1]!] as NatStmt;
+            const verdict = setUpNat(stmt, ctx, { address: natValueOf(buf[pc + 2]!), port: natValueOf(buf[pc + 3]!), at: compiledLoc(arena, start, rule) });
+            return verdict ? resultOf(verdict) : NO_MATCH;
+          }
+          case MARK_SET: {
+            const v = u32At(buf, pc + 2, ctx);
+            if (v < 0) {
+              if (buf[pc + 9] !== 1) return NO_MATCH;
+            } else ctx.pkt.mark = v;
+            pc += 10;
+            break;
+          }
+          case LOOKUP: {
+            const n = buf[pc + 5]!;
+            const key = keyAt(buf, pc + 6, n, buf[pc + 4] === 1, ctx);
+            if (key === undefined) return NO_MATCH;
+            const found = findResolved(lookupAt(arena, buf[pc + 3]!, rule, buf[pc + 1]!, ctx), key, ctx) !== undefined;
+            if (found === (buf[pc + 2] === 1)) return NO_MATCH;
+            pc += 6 + 3 * n;
+            break;
+          }
+          case VMAP: {
+            const key = keyAt(buf, pc + 5, buf[pc + 4]!, buf[pc + 3] === 1, ctx);
+            if (key === undefined) return NO_MATCH;
+            const element = findResolved(lookupAt(arena, buf[pc + 2]!, rule, buf[pc + 1]!, ctx), key, ctx);
+            const data = element?.data;
+            if (!element || !data) return NO_MATCH;
+            let result = arena.elementResults.get(element);
+            if (result === undefined) {
+              if (data.kind !== 'verdict') throw new NotModelled('verdict map element without a verdict');
+              result = resolvedResult(verdictOf(data.verdict, data.target), ctx);
+              arena.elementResults.set(element, result);
+            }
+            return result;
+          }
+          default: {
+            // EVAL
+            const result = evaluateStmt(rule.stmts[buf[pc + 1]!]!, ctx);
+            if (result) return result;
+            pc += 2;
+          }
+        }
+      }
+    } catch (error) {
+      if (!(error instanceof NotModelled)) throw error;
+      const test = isTest(rule.stmts[buf[pc + 1]!]!);
+      reportNotModelled(ctx, error, test);
+      if (test) return NO_MATCH;
+      pc += lengthOf(buf, pc);
+    }
+  }
+}
+
+// ct_status bits (include/uapi/linux/netfilter/nf_conntrack_common.h IPS_SRC_NAT, IPS_DST_NAT).
+const IPS_SRC_NAT = 0x10;
+const IPS_DST_NAT = 0x20;
