@@ -10,7 +10,7 @@ import type { PacketInput } from '../sim/packet.js';
 import type { HookIndex } from '../sim/pipeline.js';
 import { runFlow } from '../sim/simulate-flow.js';
 import { createSimState, indexOf } from '../sim/simulate-packet.js';
-import { chainKey, deciderKey, locKey, type RuleIndex } from './rule-keys.js';
+import { chainKey, deciderKey, type RuleIndex } from './rule-keys.js';
 
 /** One side of a diff, resolved for simulation. */
 export interface Side {
@@ -55,7 +55,7 @@ export interface TestedBits {
  * packet), whichever chain happened to be the last to run. */
 function deciderOf(o: Outcome, rules: RuleIndex): string {
   const key = deciderKey(rules, o.decidedBy);
-  return o.verdict === 'accept' && o.decidedBy !== undefined && rules.policies.has(locKey(o.decidedBy)) ? 'policy accept' : key;
+  return o.verdict === 'accept' && o.decidedBy !== undefined && rules.policyAt(o.decidedBy) !== undefined ? 'policy accept' : key;
 }
 
 function signature(o: Outcome, bits: TestedBits, rules: RuleIndex): string {
@@ -154,7 +154,7 @@ export function divergence(mine: Outcome, other: Outcome, me: Side, them: Side):
     if (!inCommon[i] && event.kind === 'rule') divergent.push({ event, changedMark: event.mark !== previous });
     previous = event.mark;
   }
-  const shared = (e: TraceEvent): boolean => them.rules.keys.has(me.rules.byLoc.get(locKey(e.at))?.key ?? '');
+  const shared = (e: TraceEvent): boolean => them.rules.hasKey(me.rules.ruleAt(e.at)?.key ?? '');
   return (
     divergent.find((d) => d.changedMark && shared(d.event))?.event.at ??
     divergent.find((d) => shared(d.event))?.event.at ??

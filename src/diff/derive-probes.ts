@@ -14,6 +14,7 @@ import type { Chain, Expr, Rule, Ruleset, Stmt, Table } from '../model/ast.js';
 import { familyBits, formatAddress, parseAddress, parseCidr, prefixMask, type Address, type AddressFamily } from '../sim/address.js';
 import { lookupRoute, type Host } from '../sim/host.js';
 import type { PacketInput } from '../sim/packet.js';
+import { chainKey } from './rule-keys.js';
 
 export type ProbeReason = 'rule-match' | 'outside-value' | 'source-class' | 'interface-class' | 'mark' | 'scenario';
 
@@ -46,7 +47,9 @@ export interface DeriveProbesOptions {
   /** At most this many probes per reason (default 5000), sampled evenly; probes of changed
    * chains are kept beyond it. */
   readonly maxPerReason?: number;
-  /** Chains (`family table chain`) that differ between the sides. */
+  /** Chains (`family table chain`) that differ between the sides. Given with two rulesets, every
+   * other chain is taken to be the same on both (its rules' text and its table's sets, as
+   * changedParts compares them), and the second side's copy of it is not read again. */
   readonly changedChains?: ReadonlySet<string>;
 }
 
@@ -66,50 +69,120 @@ interface Dest {
 }
 
 interface Facts {
-  readonly iif: string[];
-  readonly saddr: AddrInterval[];
-  readonly marks: number[];
+  readonly iif: readonly string[];
+  readonly saddr: readonly AddrInterval[];
+  readonly marks: readonly number[];
   readonly dest: Dest;
   /** Destinations of concatenated set keys (`ip daddr . meta l4proto . th dport @service-ips`),
    * with the chain an element jumps to, if any. */
-  readonly tuples: { dest: Dest; target?: string }[];
-  readonly jumps: string[];
+  readonly tuples: readonly { readonly dest: Dest; readonly target?: string }[];
+  readonly jumps: readonly string[];
+  /** The destinations of the rule itself: `dest` when it has one, then the tuples'. */
+  readonly ownDests: readonly Dest[];
 }
 
-/** A destination of probes: address (and its text), protocol, port; `outside` when a value lies
- * just outside what a rule matches. */
+/** Facts and a destination while a rule is read; a list is made when its first value comes (most
+ * rules have few of them). */
+interface FactsDraft {
+  iif?: string[];
+  saddr?: AddrInterval[];
+  marks?: number[];
+  tuples?: { dest: Dest; target?: string }[];
+  jumps?: string[];
+  addrs?: AddrInterval[];
+  local: boolean;
+  protos?: number[];
+  ports?: [number, number][];
+}
+
+/** A destination of probes: address, protocol, port; `outside` when a value lies just outside
+ * what a rule matches. */
 interface Target {
   readonly dst: Address;
-  readonly dstText: string;
-  /** Equal for destinations equal in address, protocol and port: with a candidate's `head`, its
-   * identity (a number, not a string, since most candidates are only looked up and dropped). */
+  /** Equal for destinations equal in address, protocol and port: with a candidate's head id, its
+   * identity (numbers, not a string, since most candidates are only looked up and dropped). */
   readonly keyId: number;
   readonly protocol: number;
   readonly dport?: number;
   readonly outside: boolean;
 }
 
-/** A rule that derives probes: what it matches, the destinations it gets probes for. */
+/** A table's facts and contexts, by the position of its chains. */
+interface TableFacts {
+  /** Chain names in order. */
+  readonly names: readonly string[];
+  /** Chain positions by name. */
+  readonly at: ReadonlyMap<string, number>;
+  readonly facts: readonly (readonly Facts[])[];
+  readonly contexts: readonly (readonly Dest[])[];
+}
+
+/** Where a rule that derives probes is. */
 interface RuleSource {
-  readonly facts: Facts;
-  readonly dests: readonly Dest[];
   readonly table: Table;
   readonly chain: Chain;
   readonly rule: Rule;
-  readonly pinned: boolean;
 }
 
-/** A derived probe before sampling: its fields, and its why (made from its rule once it is kept). */
+/** A derived probe, made once it is kept: its fields and what it came from, for its why. */
 interface Candidate {
   readonly iif: string | undefined;
   readonly src: string | undefined;
   readonly t: Target;
   readonly mark: number | undefined;
-  /** Input interface, source and mark, as one string shared by the candidates that have them. */
-  readonly head: string;
-  readonly pinned: boolean;
   readonly from: RuleSource | undefined;
-  readonly why: (c: Candidate) => string;
+}
+
+/** Where a probe comes from: its input interface (none when sent locally), its source and mark;
+ * `headId` is equal for equal heads. */
+interface Head {
+  readonly iif: string | undefined;
+  /** Printed once the head's probe is kept: most heads are a source address of one rule. */
+  readonly src: Address | undefined;
+  readonly mark: number | undefined;
+  readonly headId: number;
+}
+
+/** The candidates of one reason in first-derived order, and where each is. A large node derives
+ * hundreds of thousands, most sampled out: each is a few numbers in columns (its head's id, its
+ * destination's id, the index of the rule it came from or -1, the index of its why, pinned),
+ * made into a Candidate only once kept. */
+class Bucket {
+  size = 0;
+  heads = new Int32Array(1024);
+  targets = new Int32Array(1024);
+  sources = new Int32Array(1024);
+  whys = new Int32Array(1024);
+  pinned = new Uint8Array(1024);
+  private readonly at = new PairIndex();
+
+  /** Adds a candidate unless one equal to it is there; a pinned one replaces an unpinned one. */
+  add(headId: number, keyId: number, source: number, why: number, pinned: boolean): void {
+    let i = this.at.get(headId, keyId);
+    if (i < 0) {
+      if (this.size === this.heads.length) this.grow();
+      i = this.size++;
+      this.at.set(headId, keyId, i);
+    } else if (!pinned || this.pinned[i] === 1) return;
+    this.heads[i] = headId;
+    this.targets[i] = keyId;
+    this.sources[i] = source;
+    this.whys[i] = why;
+    this.pinned[i] = pinned ? 1 : 0;
+  }
+
+  private grow(): void {
+    const grown = <T extends Int32Array | Uint8Array>(a: T): T => {
+      const b = new (a.constructor as new (n: number) => T)(a.length * 2);
+      b.set(a);
+      return b;
+    };
+    this.heads = grown(this.heads);
+    this.targets = grown(this.targets);
+    this.sources = grown(this.sources);
+    this.whys = grown(this.whys);
+    this.pinned = grown(this.pinned);
+  }
 }
 
 export const PROTOCOLS: Readonly<Record<string, number>> = { icmp: 1, tcp: 6, udp: 17, icmpv6: 58, sctp: 132 };
@@ -126,48 +199,107 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
   const named = new Set<string>();
   const changed = options.changedChains ?? new Set<string>();
   // Most candidates are sampled out (a 10,000-service node derives ~350,000 for 15,000 kept), so a
-  // candidate is only its fields, found by its head and destination id in first-derived order; its
-  // packet and why are made once it is kept.
-  const candidates = new Map<ProbeReason, { order: Candidate[]; at: Map<string, Map<number, number>> }>();
-  const add = (reason: ProbeReason, c: Candidate): void => {
+  // candidate is only its fields, found by its head's and its destination's ids in first-derived
+  // order, and made only when new; its packet and why are made once it is kept.
+  const candidates = new Map<ProbeReason, Bucket>();
+  const bucketOf = (reason: ProbeReason): Bucket => {
     let bucket = candidates.get(reason);
-    if (!bucket) candidates.set(reason, (bucket = { order: [], at: new Map() }));
-    let byTarget = bucket.at.get(c.head);
-    if (!byTarget) bucket.at.set(c.head, (byTarget = new Map()));
-    const i = byTarget.get(c.t.keyId);
-    if (i === undefined) {
-      byTarget.set(c.t.keyId, bucket.order.length);
-      bucket.order.push(c);
-    } else if (c.pinned && !bucket.order[i]!.pinned) bucket.order[i] = c;
+    if (!bucket) candidates.set(reason, (bucket = new Bucket()));
+    return bucket;
   };
-  // The head of a probe from `iif`'s representative source (or sent locally).
-  const heads = new Map<string | undefined, string>();
-  const headOf = (iif: string | undefined): string => {
-    let head = heads.get(iif);
-    if (head === undefined) heads.set(iif, (head = packetHead(iif, iif === undefined ? undefined : sourceOf(iif), undefined)));
+  // Heads by input interface and source address (or none), and by mark for the marked ones: one
+  // id per distinct head, found without making a string per candidate.
+  const heads: Head[] = [];
+  const headsByIif = new Map<string | undefined, Map<bigint | undefined, Head>>();
+  const markHeads = new Map<number, Head>();
+  const newHead = (iif: string | undefined, src: Address | undefined, mark: number | undefined): Head => {
+    const head = { iif, src, mark, headId: heads.length };
+    heads.push(head);
     return head;
   };
-  const tailIds = new Map<string, number>();
+  const headOf = (iif: string | undefined, src: Address | undefined): Head => {
+    let bySource = headsByIif.get(iif);
+    if (!bySource) headsByIif.set(iif, (bySource = new Map()));
+    const key = src && addressKey(src);
+    let head = bySource.get(key);
+    if (!head) bySource.set(key, (head = newHead(iif, src, undefined)));
+    return head;
+  };
+  const markHeadOf = (mark: number): Head => {
+    let head = markHeads.get(mark);
+    if (!head) markHeads.set(mark, (head = newHead(undefined, undefined, mark)));
+    return head;
+  };
+  // Whys by index: a candidate keeps the index.
+  const whys: ((c: Candidate) => string)[] = [];
+  const whyIndex = (why: (c: Candidate) => string): number => whys.push(why) - 1;
+  // A destination by its id (any with that id: they differ at most in `outside`, which is in the
+  // reason, not in the probe).
+  const targetsById: Target[] = [];
+  // Destination ids by address, then protocol and port.
+  const targetIds = new Map<bigint, Map<number, number>>();
 
-  const perRule: RuleSource[] = [];
+  // The rules that derive probes, as columns (one entry per rule of a large node): what each
+  // matches, the destinations it gets probes for, the rule and its chain (an index into `chains`).
+  const ruleFacts: Facts[] = [];
+  const ruleDests: (readonly Dest[])[] = [];
+  const ruleOf: Rule[] = [];
+  const ruleChain: number[] = [];
+  const chains: { readonly table: Table; readonly chain: Chain; readonly pinned: boolean }[] = [];
   const tested = new Set<number>();
   let written = 0;
-  for (const ruleset of rulesets) {
-    for (const table of ruleset.tables) {
+  // Given two sides and the chains that differ between them, a chain of the second side not among
+  // those is the first side's (the same rules, the same sets): its rules' facts are its twin's,
+  // and when its contexts are too, its rules derive only probes its twin's derived first (which
+  // keep the twin's why), so they are skipped. Only the changed part of the second side is read.
+  // The first side's tables by `family name` (null for a name that two tables have).
+  const twins = rulesets.length === 2 && options.changedChains ? new Map<string, TableFacts | null>() : undefined;
+  // Indexed loops here and below: these run once per chain and rule of both sides, and a for-of
+  // loop that is not yet optimised makes an iterator and a result object per step.
+  for (let side = 0; side < rulesets.length; side++) {
+    const tables = rulesets[side]!.tables;
+    for (let t = 0; t < tables.length; t++) {
+      const table = tables[t]!;
       if (table.family === 'arp' || table.family === 'bridge') continue;
-      const facts = new Map<Rule, Facts>();
-      for (const chain of table.chains) for (const rule of chain.rules) facts.set(rule, factsOf(rule, table));
+      // The changed chains' names in this table: a chain's key is the table's prefix and its name.
+      const prefix = chainKey(table.family, table.name, '');
+      const changedHere = new Set([...changed].filter((k) => k.startsWith(prefix)).map((k) => k.slice(prefix.length)));
+      const tableKey = `${table.family} ${table.name}`;
+      const first = side === 1 ? twins?.get(tableKey) : undefined;
+      const list = table.chains;
+      // The first side's table itself, chain for chain in the same order: nothing new here.
+      if (first && changedHere.size === 0 && first.names.length === list.length && list.every((c, i) => c.name === first.names[i])) continue;
+      const facts: (readonly Facts[])[] = [];
+      // Per chain, its twin's position in the first side's table, or -1.
+      const twinAt: number[] = [];
+      for (let c = 0; c < list.length; c++) {
+        const chain = list[c]!;
+        const at = first && !changedHere.has(chain.name) ? first.at.get(chain.name) : undefined;
+        const twin = at !== undefined && first!.facts[at]!.length === chain.rules.length ? at : -1;
+        twinAt.push(twin);
+        facts.push(twin >= 0 ? first!.facts[twin]! : chain.rules.map((rule) => factsOf(rule, table)));
+      }
       const contexts = contextsOf(table, facts);
-      for (const chain of table.chains) {
-        const pinned = changed.has(`${table.family} ${table.name} ${chain.name}`);
-        for (const rule of chain.rules) {
-          const f = facts.get(rule)!;
-          for (const name of f.iif) named.add(name);
-          for (const m of f.marks) tested.add(m);
+      if (side === 0 && twins) twins.set(tableKey, twins.has(tableKey) ? null : { names: list.map((c) => c.name), at: new Map(list.map((c, i) => [c.name, i])), facts, contexts });
+      for (let c = 0; c < list.length; c++) {
+        const chain = list[c]!;
+        const chainFacts = facts[c]!;
+        const chainContexts = contexts[c]!;
+        if (twinAt[c]! >= 0 && isSameList(first!.contexts[twinAt[c]!]!, chainContexts)) continue;
+        const at = chains.push({ table, chain, pinned: changedHere.has(chain.name) }) - 1;
+        for (let r = 0; r < chain.rules.length; r++) {
+          const rule = chain.rules[r]!;
+          const f = chainFacts[r]!;
+          for (let k = 0; k < f.iif.length; k++) named.add(f.iif[k]!);
+          for (let k = 0; k < f.marks.length; k++) tested.add(f.marks[k]!);
           written |= writtenMarkBits(rule);
-          const own = hasDest(f.dest) ? [f.dest] : [];
-          const dests = [...own, ...f.tuples.map((t) => t.dest), ...(own.length === 0 && f.tuples.length === 0 ? (contexts.get(chain) ?? []) : [])];
-          perRule.push({ facts: f, dests, table, chain, rule, pinned });
+          const dests = f.ownDests.length > 0 ? f.ownDests : chainContexts;
+          // A rule with neither a source nor a destination derives nothing (below).
+          if (f.saddr.length === 0 && dests.length === 0) continue;
+          ruleFacts.push(f);
+          ruleDests.push(dests);
+          ruleOf.push(rule);
+          ruleChain.push(at);
         }
       }
     }
@@ -179,18 +311,33 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
   const ingress = [...namedPresent, ...(unnamed === undefined ? [] : [unnamed])];
   const local = localRepresentative(host);
   const remote = remoteRepresentative(host);
-  const sources = new Map<string, string>();
-  const sourceOf = (iif: string): string => {
+  const ownAddresses = new Map<AddressFamily, Set<bigint>>();
+  for (const a of host.interfaces.flatMap((i) => i.addresses)) (ownAddresses.get(a.family) ?? ownAddresses.set(a.family, new Set()).get(a.family)!).add(a.n);
+  const sources = new Map<string, Address>();
+  const sourceOf = (iif: string): Address => {
     let src = sources.get(iif);
     if (src === undefined) sources.set(iif, (src = sourceRepresentative(host, iif)));
     return src;
   };
+  // A probe from `iif`'s representative source (or sent locally).
+  const originOf = (iif: string | undefined): Head => headOf(iif, iif === undefined ? undefined : sourceOf(iif));
+  const everyOrigin = [...ingress, undefined].map(originOf);
+  // `[iif]`, one list per interface for the sources routed through it.
+  const onlyIifs = new Map<string, readonly string[]>();
+  const onlyIif = (iif: string): readonly string[] => onlyIifs.get(iif) ?? onlyIifs.set(iif, [iif]).get(iif)!;
   const target = (dst: Address, protocol: number, dport: number | undefined, outside: boolean): Target => {
-    const dstText = formatAddress(dst);
-    const tail = keyTailOf(dstText, protocol, dport);
-    let keyId = tailIds.get(tail);
-    if (keyId === undefined) tailIds.set(tail, (keyId = tailIds.size));
-    return { dst, dstText, keyId, protocol, ...(dport !== undefined && { dport }), outside };
+    const addr = addressKey(dst);
+    let byPort = targetIds.get(addr);
+    if (!byPort) targetIds.set(addr, (byPort = new Map()));
+    const port = protocol * 65537 + (dport ?? 65536);
+    const known = byPort.get(port);
+    const keyId = known ?? targetsById.length;
+    const t = { dst, keyId, protocol, ...(dport !== undefined && { dport }), outside };
+    if (known === undefined) {
+      byPort.set(port, keyId);
+      targetsById.push(t);
+    }
+    return t;
   };
 
   // The rules of a chain share its contexts: their destinations are worked out once.
@@ -214,40 +361,54 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
     return out;
   };
   const localTarget = local && target(local, PROTOCOLS.tcp!, UNNAMED_PORT, false);
-  const sourceWhy = (c: Candidate): string => `source ${c.src!} matched at ${whereOf(c.from!)}`;
-  const destWhy = (c: Candidate): string => `${describe(c.t)} matched at ${whereOf(c.from!)}${c.iif === undefined ? ', sent locally' : ''}`;
+  const sourceWhy = whyIndex((c) => `source ${c.src!} matched at ${whereOf(c.from!)}`);
+  const destWhy = whyIndex((c) => `${describe(c.t)} matched at ${whereOf(c.from!)}${c.iif === undefined ? ', sent locally' : ''}`);
 
-  for (const from of perRule) {
-    const { facts, dests, pinned } = from;
-    const targets = dests.flatMap(destsOf);
+  ruleFacts.forEach((facts, from) => {
+    const dests = ruleDests[from]!;
+    const { pinned } = chains[ruleChain[from]!]!;
     if (facts.saddr.length > 0) {
+      // The first destinations of a family its sources are sent to (the host's own address when
+      // the rule has none), made once per family; the interfaces the rule names.
+      const anyTarget = dests.some((d) => destsOf(d).length > 0);
+      let toIp: readonly Target[] | undefined;
+      let toIp6: readonly Target[] | undefined;
+      const toOf = (family: AddressFamily): readonly Target[] => {
+        if (!anyTarget) return localTarget && localTarget.dst.family === family ? [localTarget] : NONE;
+        const to: Target[] = [];
+        for (let d = 0; d < dests.length && to.length < MAX_CONTEXTS; d++) for (const t of destsOf(dests[d]!)) if (t.dst.family === family && to.length < MAX_CONTEXTS) to.push(t);
+        return to;
+      };
+      const ruleIifs = facts.iif.length > 0 ? facts.iif.filter((i) => namedPresent.includes(i)) : undefined;
       for (const s of variantsOf(facts.saddr)) {
-        const src: Address = { family: s.family, n: s.value };
         // A packet arriving with one of the host's own addresses as source is dropped by the
         // kernel before any hook past prerouting (a martian source, fib_validate_source).
-        if (host.interfaces.some((i) => i.addresses.some((a) => a.family === src.family && a.n === src.n))) continue;
-        const via = lookupRoute(host, src)?.dev;
-        const iifs = facts.iif.length > 0 ? facts.iif.filter((i) => namedPresent.includes(i)) : via !== undefined && via !== 'lo' ? [via] : [];
-        const to = targets.length > 0 ? targets.filter((t) => t.dst.family === src.family) : localTarget && localTarget.dst.family === src.family ? [localTarget] : [];
-        const srcText = formatAddress(src);
-        const srcHeads = iifs.map((iif) => packetHead(iif, srcText, undefined));
-        for (const t of to.slice(0, MAX_CONTEXTS)) iifs.forEach((iif, i) => add('source-class', { iif, src: srcText, t, mark: undefined, head: srcHeads[i]!, pinned, from, why: sourceWhy }));
+        if (ownAddresses.get(s.family)?.has(s.value)) continue;
+        const src: Address = { family: s.family, n: s.value };
+        const via = ruleIifs ? undefined : lookupRoute(host, src)?.dev;
+        const iifs = ruleIifs ?? (via !== undefined && via !== 'lo' ? onlyIif(via) : NONE);
+        if (iifs.length === 0) continue;
+        const to = src.family === 'ip' ? (toIp ??= toOf('ip')) : (toIp6 ??= toOf('ip6'));
+        if (to.length === 0) continue;
+        const bucket = bucketOf('source-class');
+        for (let t = 0; t < to.length; t++) for (let i = 0; i < iifs.length; i++) bucket.add(headOf(iifs[i]!, src).headId, to[t]!.keyId, from, sourceWhy, pinned);
       }
-      continue;
+      return;
     }
-    if (targets.length === 0) continue;
-    const iifs = facts.iif.length > 0 ? facts.iif.filter((i) => namedPresent.includes(i)) : [...ingress, undefined];
-    for (const t of targets) {
-      for (const iif of iifs) {
-        add(t.outside ? 'outside-value' : 'rule-match', { iif, src: iif === undefined ? undefined : sourceOf(iif), t, mark: undefined, head: headOf(iif), pinned, from, why: destWhy });
+    const origins = facts.iif.length > 0 ? facts.iif.filter((i) => namedPresent.includes(i)).map(originOf) : everyOrigin;
+    if (origins.length === 0) return;
+    for (const dest of dests) {
+      for (const t of destsOf(dest)) {
+        const bucket = bucketOf(t.outside ? 'outside-value' : 'rule-match');
+        for (const o of origins) bucket.add(o.headId, t.keyId, from, destWhy, pinned);
       }
     }
-  }
+  });
   for (const iif of [...ingress, undefined]) {
     for (const dst of [local, remote]) {
       if (!dst || (iif === undefined && dst === local)) continue;
       const why = `${iif === undefined ? 'local output' : `ingress ${iif}`} to ${formatAddress(dst)}`;
-      add('interface-class', { iif, src: iif === undefined ? undefined : sourceOf(iif), t: target(dst, PROTOCOLS.tcp!, UNNAMED_PORT, false), mark: undefined, head: headOf(iif), pinned: false, from: undefined, why: () => why });
+      bucketOf('interface-class').add(originOf(iif).headId, target(dst, PROTOCOLS.tcp!, UNNAMED_PORT, false).keyId, -1, whyIndex(() => why), false);
     }
   }
   // A mark gets onto a packet by a rule that writes it (or a socket, which a ruleset does not
@@ -257,23 +418,24 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
   if (remote) {
     for (const mark of [...tested].filter((m) => m !== 0 && (written & m) >>> 0 === m).sort((a, b) => a - b)) {
       const why = `mark 0x${mark.toString(16)} tested by a rule, sent locally`;
-      add('mark', { iif: undefined, src: undefined, t: target(remote, PROTOCOLS.tcp!, UNNAMED_PORT, false), mark, head: packetHead(undefined, undefined, mark), pinned: false, from: undefined, why: () => why });
+      bucketOf('mark').add(markHeadOf(mark).headId, target(remote, PROTOCOLS.tcp!, UNNAMED_PORT, false).keyId, -1, whyIndex(() => why), false);
     }
   }
 
   const probes: Probe[] = [];
   const byReason: Record<string, { derived: number; kept: number; pinned?: number }> = {};
-  const seen = new Map<string, Set<number>>();
+  const seen = new PairIndex();
   for (const [reason, bucket] of candidates) {
-    const pinned: Candidate[] = [];
-    const rest: Candidate[] = [];
-    for (const c of bucket.order) if (!seen.get(c.head)?.has(c.t.keyId)) (c.pinned ? pinned : rest).push(c);
+    const pinned: number[] = [];
+    const rest: number[] = [];
+    for (let i = 0; i < bucket.size; i++) if (seen.get(bucket.heads[i]!, bucket.targets[i]!) < 0) (bucket.pinned[i] === 1 ? pinned : rest).push(i);
     const kept = [...pinned, ...sampleEvenly(rest, Math.max(0, cap - pinned.length))];
-    for (const c of kept) {
-      let ids = seen.get(c.head);
-      if (!ids) seen.set(c.head, (ids = new Set()));
-      ids.add(c.t.keyId);
-      probes.push({ packet: packetOf(c), reason, why: c.why(c) });
+    for (const i of kept) {
+      const head = heads[bucket.heads[i]!]!;
+      const source = bucket.sources[i]!;
+      const c: Candidate = { iif: head.iif, src: head.src && formatAddress(head.src), t: targetsById[bucket.targets[i]!]!, mark: head.mark, from: source < 0 ? undefined : { ...chains[ruleChain[source]!]!, rule: ruleOf[source]! } };
+      seen.set(head.headId, c.t.keyId, 0);
+      probes.push({ packet: packetOf(c), reason, why: whys[bucket.whys[i]!]!(c) });
     }
     byReason[reason] = { derived: pinned.length + rest.length, kept: kept.length, ...(pinned.length > 0 && { pinned: pinned.length }) };
   }
@@ -281,17 +443,16 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
 }
 
 export function probeKey(packet: PacketInput): string {
-  return `${packetHead(packet.iif, packet.src, packet.mark)}${keyTailOf(packet.dst, packet.protocol ?? 'tcp', packet.dport)}`;
+  return `${packet.iif ?? '-'}|${packet.src ?? '-'}|${packet.mark ?? ''}|${packet.dst}|${packet.protocol ?? 'tcp'}|${packet.dport ?? ''}`;
 }
 
-// A probe's key in two parts, so that a destination's part is made once for all its probes.
-function packetHead(iif: string | undefined, src: string | undefined, mark: number | string | undefined): string {
-  return `${iif ?? '-'}|${src ?? '-'}|${mark ?? ''}|`;
+/** An address as one number, distinct across families (an IPv6 address may equal an IPv4 one in
+ * value). */
+function addressKey(a: Address): bigint {
+  return a.family === 'ip' ? a.n : a.n | IP6_KEY;
 }
 
-function keyTailOf(dst: string, protocol: number | string, dport: number | undefined): string {
-  return `${dst}|${protocol}|${dport ?? ''}`;
-}
+const IP6_KEY = 1n << 128n;
 
 function whereOf(r: RuleSource): string {
   return `${r.table.family} ${r.table.name} ${r.chain.name} (${r.rule.span.file}:${r.rule.span.line})`;
@@ -301,11 +462,65 @@ function packetOf(c: Candidate): PacketInput {
   return {
     ...(c.iif !== undefined && { iif: c.iif }),
     ...(c.src !== undefined && { src: c.src }),
-    dst: c.t.dstText,
+    dst: formatAddress(c.t.dst),
     protocol: c.t.protocol,
     ...(c.t.dport !== undefined && { sport: EPHEMERAL_SPORT, dport: c.t.dport }),
     ...(c.mark !== undefined && { mark: c.mark }),
   };
+}
+
+/** Values (non-negative) by a pair of ids (non-negative): open addressing over typed arrays. A
+ * large node derives hundreds of thousands of candidates, most looked up once and dropped; a Map
+ * per head, or keyed by one number made of both, costs a Map or a boxed number per candidate. */
+class PairIndex {
+  private firsts = new Int32Array(1024).fill(-1);
+  private seconds = new Int32Array(1024);
+  private values = new Int32Array(1024);
+  private size = 0;
+
+  /** The value of the pair, or -1. */
+  get(first: number, second: number): number {
+    const at = this.slotOf(first, second);
+    return this.firsts[at] === -1 ? -1 : this.values[at]!;
+  }
+
+  set(first: number, second: number, value: number): void {
+    let at = this.slotOf(first, second);
+    if (this.firsts[at] === -1) {
+      if (2 * (this.size + 1) > this.firsts.length) {
+        this.grow();
+        at = this.slotOf(first, second);
+      }
+      this.firsts[at] = first;
+      this.seconds[at] = second;
+      this.size++;
+    }
+    this.values[at] = value;
+  }
+
+  /** The pair's slot, or the free slot where it goes. */
+  private slotOf(first: number, second: number): number {
+    const mask = this.firsts.length - 1;
+    let hash = Math.imul(first, 0x9e3779b1) ^ second;
+    hash = Math.imul(hash ^ (hash >>> 16), 0x45d9f3b);
+    let at = (hash ^ (hash >>> 16)) & mask;
+    while (this.firsts[at] !== -1 && (this.firsts[at] !== first || this.seconds[at] !== second)) at = (at + 1) & mask;
+    return at;
+  }
+
+  private grow(): void {
+    const { firsts, seconds, values } = this;
+    this.firsts = new Int32Array(firsts.length * 2).fill(-1);
+    this.seconds = new Int32Array(firsts.length * 2);
+    this.values = new Int32Array(firsts.length * 2);
+    for (let i = 0; i < firsts.length; i++) {
+      if (firsts[i] === -1) continue;
+      const at = this.slotOf(firsts[i]!, seconds[i]!);
+      this.firsts[at] = firsts[i]!;
+      this.seconds[at] = seconds[i]!;
+      this.values[at] = values[i]!;
+    }
+  }
 }
 
 function sampleEvenly<T>(items: readonly T[], cap: number): T[] {
@@ -316,7 +531,7 @@ function sampleEvenly<T>(items: readonly T[], cap: number): T[] {
 
 function describe(t: Target): string {
   const name = Object.entries(PROTOCOLS).find(([, n]) => n === t.protocol)?.[0] ?? String(t.protocol);
-  return `${name} ${t.dstText}${t.dport === undefined ? '' : `:${t.dport}`}`;
+  return `${name} ${formatAddress(t.dst)}${t.dport === undefined ? '' : `:${t.dport}`}`;
 }
 
 function hasDest(dest: Dest): boolean {
@@ -345,14 +560,13 @@ function remoteRepresentative(host: Host): Address | undefined {
 
 /** A peer behind `iif`: a host of its connected network other than its own address, else a
  * TEST-NET-3 address (the world behind a default route). */
-function sourceRepresentative(host: Host, iif: string): string {
+function sourceRepresentative(host: Host, iif: string): Address {
   const a = host.interfaces.find((i) => i.name === iif)?.addresses.find((c) => c.family === 'ip');
   if (a && a.prefix < 31) {
     const net = a.n & prefixMask(32, a.prefix);
-    const candidate = net + 2n === a.n ? net + 3n : net + 2n;
-    return formatAddress({ family: 'ip', n: candidate });
+    return { family: 'ip', n: net + 2n === a.n ? net + 3n : net + 2n };
   }
-  return '203.0.113.7';
+  return parseAddress('203.0.113.7')!;
 }
 
 /** An interval's first and last value, and one just outside (after its end, else before). Of an
@@ -362,24 +576,37 @@ function sourceRepresentative(host: Host, iif: string): string {
 function variantsOf(intervals: readonly AddrInterval[]): { value: bigint; family: AddressFamily; outside: boolean }[] {
   const out: { value: bigint; family: AddressFamily; outside: boolean }[] = [];
   for (const iv of intervals) {
-    const size = iv.hi - iv.lo + 1n;
-    const hosts = iv.family === 'ip' && size >= 4n && (size & (size - 1n)) === 0n && iv.lo % size === 0n;
-    const [lo, hi] = hosts ? [iv.lo + 1n, iv.hi - 1n] : [iv.lo, iv.hi];
+    let lo = iv.lo;
+    let hi = iv.hi;
+    if (iv.family === 'ip' && hi !== lo) {
+      const size = hi - lo + 1n;
+      if (size >= 4n && (size & (size - 1n)) === 0n && lo % size === 0n) {
+        lo += 1n;
+        hi -= 1n;
+      }
+    }
     out.push({ value: lo, family: iv.family, outside: false });
     if (hi !== lo) out.push({ value: hi, family: iv.family, outside: false });
   }
   // One outside value per interval set: after the highest end, else before the lowest start.
   const first = intervals[0];
   if (first) {
-    const max = (1n << BigInt(familyBits(first.family))) - 1n;
-    const same = intervals.filter((i) => i.family === first.family);
-    const hi = same.reduce((m, i) => (i.hi > m ? i.hi : m), first.hi);
-    const lo = same.reduce((m, i) => (i.lo < m ? i.lo : m), first.lo);
+    const max = first.family === 'ip' ? MAX_IP : MAX_IP6;
+    let hi = first.hi;
+    let lo = first.lo;
+    for (const i of intervals) {
+      if (i.family !== first.family) continue;
+      if (i.hi > hi) hi = i.hi;
+      if (i.lo < lo) lo = i.lo;
+    }
     const outside = hi < max ? hi + 1n : lo > 0n ? lo - 1n : undefined;
-    if (outside !== undefined && !same.some((i) => i.lo <= outside && outside <= i.hi)) out.push({ value: outside, family: first.family, outside: true });
+    if (outside !== undefined && !intervals.some((i) => i.family === first.family && i.lo <= outside && outside <= i.hi)) out.push({ value: outside, family: first.family, outside: true });
   }
   return out;
 }
+
+const MAX_IP = (1n << 32n) - 1n;
+const MAX_IP6 = (1n << 128n) - 1n;
 
 function portVariantsOf(ranges: readonly [number, number][]): { value: number; outside: boolean }[] {
   const out: { value: number; outside: boolean }[] = [];
@@ -415,66 +642,79 @@ function producedBits(expr: Expr): number {
   return 0;
 }
 
-function emptyFacts(): Facts {
-  return { iif: [], saddr: [], marks: [], dest: { addrs: [], local: false, protos: [], ports: [] }, tuples: [], jumps: [] };
-}
+// Facts live as long as the derivation, one per rule of both sides: the empty lists, most of them,
+// are shared.
+const NONE: readonly never[] = [];
+const NO_DEST: Dest = { addrs: NONE, local: false, protos: NONE, ports: NONE };
+const NO_FACTS: Facts = { iif: NONE, saddr: NONE, marks: NONE, dest: NO_DEST, tuples: NONE, jumps: NONE, ownDests: NONE };
 
 function factsOf(rule: Rule, table: Table): Facts {
-  const facts = emptyFacts();
-  const dest = { addrs: [] as AddrInterval[], local: false, protos: [] as number[], ports: [] as [number, number][] };
-  for (const stmt of rule.stmts) readStmt(stmt, table, facts, dest);
-  return { ...facts, dest };
+  const draft: FactsDraft = { local: false };
+  for (let i = 0; i < rule.stmts.length; i++) readStmt(rule.stmts[i]!, table, draft);
+  // The protocols alone are no destination: a rule's destination counts only when it has
+  // addresses, ports or `local` (hasDest).
+  const own: Dest = draft.local || draft.addrs || draft.ports ? { addrs: draft.addrs ?? NONE, local: draft.local, protos: draft.protos ?? NONE, ports: draft.ports ?? NONE } : NO_DEST;
+  const { iif, saddr, marks, tuples, jumps } = draft;
+  if (own === NO_DEST && !iif && !saddr && !marks && !tuples && !jumps) return NO_FACTS;
+  const ownDests = own !== NO_DEST || tuples ? [...(own !== NO_DEST ? [own] : []), ...(tuples ?? NONE).map((t) => t.dest)] : NONE;
+  return { iif: iif ?? NONE, saddr: saddr ?? NONE, marks: marks ?? NONE, dest: own, tuples: tuples ?? NONE, jumps: jumps ?? NONE, ownDests };
 }
 
-function readStmt(stmt: Stmt, table: Table, facts: Facts, dest: { addrs: AddrInterval[]; local: boolean; protos: number[]; ports: [number, number][] }): void {
+function readStmt(stmt: Stmt, table: Table, draft: FactsDraft): void {
   switch (stmt.kind) {
     case 'match': {
       const { left, right } = stmt.expr;
-      readMatch(left, right, table, facts, dest);
+      readMatch(left, right, table, draft);
       return;
     }
     case 'vmap':
-      readLookup(stmt.key, stmt.map, table, facts);
+      readLookup(stmt.key, stmt.map, table, draft);
       return;
     case 'verdict':
-      if ((stmt.verdict === 'jump' || stmt.verdict === 'goto') && stmt.target !== undefined) facts.jumps.push(stmt.target);
+      if ((stmt.verdict === 'jump' || stmt.verdict === 'goto') && stmt.target !== undefined) (draft.jumps ??= []).push(stmt.target);
       return;
     default:
       return;
   }
 }
 
-function readMatch(left: Expr, right: Expr, table: Table, facts: Facts, dest: { addrs: AddrInterval[]; local: boolean; protos: number[]; ports: [number, number][] }): void {
+function readMatch(left: Expr, right: Expr, table: Table, draft: FactsDraft): void {
   if (right.kind === 'set-ref' || (right.kind === 'set' && left.kind === 'concat')) {
-    if (left.kind === 'concat') return readLookup(left, right, table, facts);
+    if (left.kind === 'concat') return readLookup(left, right, table, draft);
   }
   const values = valuesOf(right, table);
   switch (left.kind) {
     case 'payload': {
       if ((left.protocol === 'ip' || left.protocol === 'ip6') && (left.field === 'saddr' || left.field === 'daddr')) {
-        const intervals = values.flatMap(addressInterval);
-        (left.field === 'saddr' ? facts.saddr : dest.addrs).push(...intervals);
+        for (const v of values) {
+          const intervals = addressInterval(v);
+          if (intervals.length > 0) (left.field === 'saddr' ? (draft.saddr ??= []) : (draft.addrs ??= [])).push(...intervals);
+        }
       } else if (PORT_PROTOCOLS.has(left.protocol) && left.field === 'dport') {
-        dest.ports.push(...values.flatMap(portInterval));
+        for (const v of values) {
+          const ranges = portInterval(v);
+          if (ranges.length > 0) (draft.ports ??= []).push(...ranges);
+        }
         const proto = PROTOCOLS[left.protocol];
-        if (proto !== undefined && !dest.protos.includes(proto)) dest.protos.push(proto);
+        if (proto !== undefined && !draft.protos?.includes(proto)) (draft.protos ??= []).push(proto);
       } else if ((left.protocol === 'ip' && left.field === 'protocol') || (left.protocol === 'ip6' && left.field === 'nexthdr')) {
-        dest.protos.push(...values.flatMap(protocolNumber));
+        for (const v of values) for (const p of protocolNumber(v)) (draft.protos ??= []).push(p);
       }
       return;
     }
     case 'meta':
-      if (left.key === 'iifname' || left.key === 'iif') facts.iif.push(...values.flatMap((v) => (v.kind === 'literal' && !v.text.endsWith('*') ? [v.text] : [])));
-      else if (left.key === 'l4proto' || left.key === 'protocol') {
-        if (left.key === 'l4proto') for (const p of values.flatMap(protocolNumber)) if (!dest.protos.includes(p)) dest.protos.push(p);
-      } else if (left.key === 'mark') facts.marks.push(...values.flatMap(integerOf));
+      if (left.key === 'iifname' || left.key === 'iif') {
+        for (const v of values) if (v.kind === 'literal' && !v.text.endsWith('*')) (draft.iif ??= []).push(v.text);
+      } else if (left.key === 'l4proto') {
+        for (const v of values) for (const p of protocolNumber(v)) if (!draft.protos?.includes(p)) (draft.protos ??= []).push(p);
+      } else if (left.key === 'mark') for (const v of values) for (const m of integerOf(v)) (draft.marks ??= []).push(m);
       return;
     case 'binop':
       // `meta mark & 0x20 == 0x20`: the value with the bits.
-      if (left.left.kind === 'meta' && left.left.key === 'mark') facts.marks.push(...values.flatMap(integerOf));
+      if (left.left.kind === 'meta' && left.left.key === 'mark') for (const v of values) for (const m of integerOf(v)) (draft.marks ??= []).push(m);
       return;
     case 'fib':
-      if (left.flags.includes('daddr') && left.result === 'type' && values.some((v) => v.kind === 'literal' && v.text === 'local')) dest.local = true;
+      if (left.flags.includes('daddr') && left.result === 'type' && values.some((v) => v.kind === 'literal' && v.text === 'local')) draft.local = true;
       return;
     default:
       return;
@@ -483,7 +723,7 @@ function readMatch(left: Expr, right: Expr, table: Table, facts: Facts, dest: { 
 
 /** A concatenated key looked up in a set or (verdict) map: each element is a destination of its
  * own, and its verdict's chain has that destination as context. */
-function readLookup(key: Expr, map: Expr, table: Table, facts: Facts): void {
+function readLookup(key: Expr, map: Expr, table: Table, draft: FactsDraft): void {
   if (key.kind !== 'concat') {
     // A single key (`tcp dport vmap { 22 : accept }`): handled as values by the caller's match.
     return;
@@ -501,7 +741,7 @@ function readLookup(key: Expr, map: Expr, table: Table, facts: Facts): void {
     }
     const data = element.data;
     const target = data?.kind === 'verdict' && (data.verdict === 'jump' || data.verdict === 'goto') ? data.target : undefined;
-    if (hasDest(dest)) facts.tuples.push({ dest, ...(target !== undefined && { target }) });
+    if (hasDest(dest)) (draft.tuples ??= []).push({ dest, ...(target !== undefined && { target }) });
   }
 }
 
@@ -560,34 +800,48 @@ function integerOf(expr: Expr): number[] {
 
 /** Per chain, the destinations of the rules that jump to it (their own, or, when they match no
  * destination, their chain's contexts in turn), nearest first, at most MAX_CONTEXTS. */
-function contextsOf(table: Table, facts: ReadonlyMap<Rule, Facts>): Map<Chain, Dest[]> {
-  const parents = new Map<string, { chain: Chain; facts: Facts; via?: Dest }[]>();
-  for (const chain of table.chains) {
-    for (const rule of chain.rules) {
-      const f = facts.get(rule)!;
-      for (const target of f.jumps) push(parents, target, { chain, facts: f });
-      for (const t of f.tuples) if (t.target !== undefined) push(parents, t.target, { chain, facts: f, via: t.dest });
+function contextsOf(table: Table, facts: readonly (readonly Facts[])[]): Dest[][] {
+  const chains = table.chains;
+  // Per chain name, what jumps to it: a destination (the jumping rule's own, or its verdict map
+  // element's), or the position of the jumping rule's chain, whose contexts are then the jump's.
+  const parents = new Map<string, (Dest | number)[]>();
+  for (let c = 0; c < chains.length; c++) {
+    const chainFacts = facts[c]!;
+    for (let r = 0; r < chainFacts.length; r++) {
+      const f = chainFacts[r]!;
+      for (let k = 0; k < f.jumps.length; k++) push(parents, f.jumps[k]!, hasDest(f.dest) ? f.dest : c);
+      for (let k = 0; k < f.tuples.length; k++) {
+        const t = f.tuples[k]!;
+        if (t.target !== undefined) push(parents, t.target, t.dest);
+      }
     }
   }
-  const memo = new Map<Chain, Dest[]>();
-  const resolve = (chain: Chain, visiting: Set<Chain>): Dest[] => {
-    const known = memo.get(chain);
+  // Contexts by chain position; null while being resolved, to stop at a loop.
+  const memo: (Dest[] | null | undefined)[] = new Array<undefined>(chains.length).fill(undefined);
+  const resolve = (c: number): Dest[] => {
+    const known = memo[c];
     if (known) return known;
-    if (visiting.has(chain)) return [];
-    visiting.add(chain);
+    if (known === null) return [];
+    memo[c] = null;
     const out: Dest[] = [];
-    for (const p of parents.get(chain.name) ?? []) {
-      if (out.length >= MAX_CONTEXTS) break;
-      if (p.via) out.push(p.via);
-      else if (hasDest(p.facts.dest)) out.push(p.facts.dest);
-      else out.push(...resolve(p.chain, visiting).slice(0, MAX_CONTEXTS - out.length));
+    const list = parents.get(chains[c]!.name) ?? NONE;
+    for (let k = 0; k < list.length && out.length < MAX_CONTEXTS; k++) {
+      const p = list[k]!;
+      if (typeof p !== 'number') out.push(p);
+      else {
+        const inherited = resolve(p);
+        for (let d = 0; d < inherited.length && out.length < MAX_CONTEXTS; d++) out.push(inherited[d]!);
+      }
     }
-    visiting.delete(chain);
-    memo.set(chain, out);
+    memo[c] = out;
     return out;
   };
-  for (const chain of table.chains) resolve(chain, new Set());
-  return memo;
+  for (let c = 0; c < chains.length; c++) resolve(c);
+  return memo as Dest[][];
+}
+
+function isSameList<T>(a: readonly T[], b: readonly T[]): boolean {
+  return a.length === b.length && a.every((x, i) => x === b[i]);
 }
 
 function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {

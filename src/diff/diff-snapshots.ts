@@ -1,7 +1,7 @@
 // `nftsim diff BEFORE AFTER` (issue 6): which flows change fate between two snapshots of a node,
 // which lint findings are new or resolved, and which structural changes deserve a look.
 
-import type { Ruleset } from '../model/ast.js';
+import type { Ruleset, Stmt } from '../model/ast.js';
 import type { Diagnostic } from '../model/diagnostic.js';
 import { isIptablesNftTable } from '../model/iptables-nft-chains.js';
 import { parseRuleset } from '../parser/parse-ruleset.js';
@@ -15,7 +15,7 @@ import type { Snapshot } from '../snapshot/snapshot.js';
 import { describeChange, isSameRun, isUntouched, runProbe, sideOf, type ChangeLevel, type ProbeRun, type Side, type TestedBits } from './compare-flows.js';
 import { deriveProbes, probeKey, type Probe, type ProbeReport } from './derive-probes.js';
 import { reachFilterOf } from './reach-changes.js';
-import { chainKey, indexRules, type RuleIndex } from './rule-keys.js';
+import { indexRules, isSameChain, type RuleAt, type RuleIndex } from './rule-keys.js';
 
 export interface DiffOptions {
   /** The user's probes (a scenario file's packets), compared beside the derived ones. */
@@ -72,9 +72,10 @@ export function diffSnapshots(before: Snapshot, after: Snapshot, options: DiffOp
 
 /** diffSnapshots on parsed rulesets and a resolved host. */
 export function diffRulesets(snapshots: readonly [Snapshot, Snapshot], rulesets: readonly [Ruleset, Ruleset], host: Host, options: DiffOptions = {}): DiffResult {
-  const indexes = rulesets.map(indexRules) as [RuleIndex, RuleIndex];
+  const first = indexRules(rulesets[0]);
+  const indexes: [RuleIndex, RuleIndex] = [first, indexRules(rulesets[1], first)];
   const sides = [sideOf('before', rulesets[0], indexes[0]), sideOf('after', rulesets[1], indexes[1])] as const;
-  const { chains: changedChains, hooks: changedHooks } = changedParts(indexes, rulesets);
+  const { chains: changedChains, hooks: changedHooks } = changedParts(indexes);
   const derived = deriveProbes(rulesets, host, { changedChains, ...(options.maxProbesPerReason !== undefined && { maxPerReason: options.maxProbesPerReason }) });
   const probes: Probe[] = [...derived.probes];
   const scenario = options.scenarioPackets ?? [];
@@ -86,7 +87,7 @@ export function diffRulesets(snapshots: readonly [Snapshot, Snapshot], rulesets:
     probes.push({ packet: s.packet, reason: 'scenario', why: s.name });
     scenarioKept++;
   }
-  const bits = testedBits(rulesets);
+  const bits = testedBits(rulesets[0], indexes[1], changedChains);
   const mayReachChange = reachFilterOf(rulesets, changedChains, changedHooks);
   const changedFlows: ChangedFlow[] = [];
   let unreached = 0;
@@ -126,7 +127,7 @@ export function diffRulesets(snapshots: readonly [Snapshot, Snapshot], rulesets:
   return {
     changedFlows,
     findings: diffFindings(rulesets, snapshots, indexes),
-    structural: diffStructure(rulesets, indexes),
+    structural: diffStructure(rulesets, indexes, changedChains),
     probes: { count: probes.length, byReason, ingress: derived.report.ingress, unreached, simulated, reused, unfit },
   };
 }
@@ -161,39 +162,47 @@ function unionHost(before: HostInput | undefined, after: HostInput | undefined):
 }
 
 /** The mark and ct mark bits any rule of either side tests (`meta mark & 0x4000 == …`, an exact
- * `meta mark 0x1bd21` tests all 32): the final marks are compared on those only. */
-function testedBits(rulesets: readonly Ruleset[]): TestedBits {
+ * `meta mark 0x1bd21` tests all 32): the final marks are compared on those only. Of the second
+ * side, only the chains that differ are read: the others are the first side's. */
+function testedBits(ruleset: Ruleset, other: RuleIndex, changed: ReadonlySet<string>): TestedBits {
   let mark = 0;
   let ctMark = 0;
-  for (const ruleset of rulesets) {
-    for (const table of ruleset.tables) {
-      for (const chain of table.chains) {
-        for (const rule of chain.rules) {
-          for (const stmt of rule.stmts) {
-            if (stmt.kind !== 'match') continue;
-            const left = stmt.expr.left;
-            const target = left.kind === 'binop' && left.op === '&' ? left.left : left;
-            const mask = left.kind === 'binop' && left.op === '&' && left.right.kind === 'literal' ? Number(left.right.text) >>> 0 : 0xffffffff;
-            if (target.kind === 'meta' && target.key === 'mark') mark |= mask;
-            else if (target.kind === 'ct' && target.key === 'mark') ctMark |= mask;
-          }
-        }
-      }
+  // Indexed loops: every statement of a large ruleset, and a for-of loop not yet optimised makes
+  // an iterator result per step.
+  const read = (stmts: readonly Stmt[]): void => {
+    for (let s = 0; s < stmts.length; s++) {
+      const stmt = stmts[s]!;
+      if (stmt.kind !== 'match') continue;
+      const left = stmt.expr.left;
+      const target = left.kind === 'binop' && left.op === '&' ? left.left : left;
+      const mask = left.kind === 'binop' && left.op === '&' && left.right.kind === 'literal' ? Number(left.right.text) >>> 0 : 0xffffffff;
+      if (target.kind === 'meta' && target.key === 'mark') mark |= mask;
+      else if (target.kind === 'ct' && target.key === 'mark') ctMark |= mask;
     }
-  }
+  };
+  for (const table of ruleset.tables) for (const chain of table.chains) for (let r = 0; r < chain.rules.length; r++) read(chain.rules[r]!.stmts);
+  for (const key of changed) for (const { rule } of other.chains.get(key)?.rules ?? []) read(rule.stmts);
   return { mark: mark >>> 0, ctMark: ctMark >>> 0 };
 }
 
 /** Chains that differ between the sides (rules, base spec, their table's sets, or exist on one
  * side), and the hooks whose base chains differ. */
-function changedParts(indexes: readonly [RuleIndex, RuleIndex], rulesets: readonly [Ruleset, Ruleset]): { chains: Set<string>; hooks: Set<string> } {
+function changedParts(indexes: readonly [RuleIndex, RuleIndex]): { chains: Set<string>; hooks: Set<string> } {
   const chains = new Set<string>();
-  for (const [key, text] of indexes[0].chains) if (indexes[1].chains.get(key) !== text) chains.add(key);
-  for (const key of indexes[1].chains.keys()) if (!indexes[0].chains.has(key)) chains.add(key);
+  // forEach rather than for-of: tens of thousands of chains, and a for-of loop over a map not yet
+  // optimised makes an entry and an iterator result per step.
+  indexes[0].chains.forEach((c, key) => {
+    const other = indexes[1].chains.get(key);
+    if (!other || !isSameChain(c, other)) chains.add(key);
+  });
+  indexes[1].chains.forEach((_, key) => {
+    if (!indexes[0].chains.has(key)) chains.add(key);
+  });
   const hooks = new Set<string>();
-  for (const ruleset of rulesets) {
-    for (const table of ruleset.tables) {
-      for (const chain of table.chains) if (chain.base && chains.has(chainKey(table.family, table.name, chain.name))) hooks.add(chain.base.hook);
+  for (const key of chains) {
+    for (const index of indexes) {
+      const base = index.chains.get(key)?.chain.base;
+      if (base) hooks.add(base.hook);
     }
   }
   return { chains, hooks };
@@ -201,7 +210,7 @@ function changedParts(indexes: readonly [RuleIndex, RuleIndex], rulesets: readon
 
 function describeLoc(loc: Loc | undefined, side: Side): string {
   if (!loc) return 'routing';
-  const at = side.rules.byLoc.get(`${loc.file}:${loc.line}:${loc.column}`);
+  const at = side.rules.ruleAt(loc);
   const where = `${loc.file}:${loc.line}`;
   return at ? `${at.table.name} ${at.chain.name} rule at ${where}` : `policy at ${where}`;
 }
@@ -222,16 +231,26 @@ function diffFindings(rulesets: readonly [Ruleset, Ruleset], snapshots: readonly
 
 function keyed(findings: readonly Finding[], snapshot: Snapshot, rules: RuleIndex): { finding: Finding; key: string }[] {
   const texts = new Map<string, string>(snapshot.sources.map((s): [string, string] => [s.file, s.text]));
-  const byFile = new Map<string, { start: number; end: number; key: string }[]>();
-  for (const at of rules.byLoc.values()) {
-    const list = byFile.get(at.rule.span.file) ?? [];
-    list.push({ start: at.rule.span.start, end: at.rule.span.end, key: at.key });
-    byFile.set(at.rule.span.file, list);
-  }
+  // Made on the first finding: most diffs of large nodes have none.
+  let byFile: Map<string, RuleAt[]> | undefined;
+  const rulesOf = (file: string): RuleAt[] | undefined => {
+    if (!byFile) {
+      byFile = new Map();
+      for (const c of rules.chains.values()) for (const at of c.rules) push(byFile, at.rule.span.file, at);
+    }
+    return byFile.get(file);
+  };
+  const lines = new Map<string, string[] | undefined>();
+  const lineOf = (file: string, line: number): string | undefined => {
+    if (!lines.has(file)) lines.set(file, texts.get(file)?.split('\n'));
+    return lines.get(file)?.[line - 1];
+  };
   // What a finding points at: the rule holding its location (its text, whichever dialect printed
-  // it), else the line's text.
-  const whatAt = (file: string, offset: number, line: number): string =>
-    byFile.get(file)?.find((r) => r.start <= offset && offset < r.end)?.key ?? (texts.get(file)?.split('\n')[line - 1] ?? `${file}:${line}`).trim().replace(/\s+/g, ' ');
+  // it; of an iptables rule lowered into several, the last one's), else the line's text.
+  const whatAt = (file: string, offset: number, line: number): string => {
+    const hit = rulesOf(file)?.find((r) => r.rule.span.start <= offset && offset < r.rule.span.end);
+    return hit ? rules.ruleAt(hit.rule.span)!.key : (lineOf(file, line) ?? `${file}:${line}`).trim().replace(/\s+/g, ' ');
+  };
   return findings.map((finding) => ({ finding, key: `${finding.rule}|${finding.messageId}|${finding.message}|${whatAt(finding.location.file, finding.location.charOffset, finding.location.line)}` }));
 }
 
@@ -254,7 +273,7 @@ function unmatched(these: readonly { finding: Finding; key: string }[], those: r
 /** Tables and base chains added, removed or changed, and rules added to (removed from) chains
  * whose owner is not who wrote them: the shared built-in chains of iptables-nft tables, or
  * another component's chains. */
-function diffStructure(rulesets: readonly [Ruleset, Ruleset], indexes: readonly [RuleIndex, RuleIndex]): StructuralChange[] {
+function diffStructure(rulesets: readonly [Ruleset, Ruleset], indexes: readonly [RuleIndex, RuleIndex], changed: ReadonlySet<string>): StructuralChange[] {
   const out: StructuralChange[] = [];
   const tables = rulesets.map((r) => new Map(r.tables.map((t) => [`${t.family} ${t.name}`, t]))) as [Map<string, Ruleset['tables'][number]>, Map<string, Ruleset['tables'][number]>];
   const loc = (span: { file: string; line: number; column: number }): Loc => ({ file: span.file, line: span.line, column: span.column });
@@ -274,41 +293,48 @@ function diffStructure(rulesets: readonly [Ruleset, Ruleset], indexes: readonly 
     }
     for (const [name, chain] of bb) if (!ab.has(name)) out.push({ kind: 'base-chain-removed', level: 'info', message: `base chain ${key} ${name} removed`, at: loc(chain.span) });
   }
-  out.push(...foreignRules(rulesets[1], indexes[1], indexes[0], 'rule-added', tables[0]), ...foreignRules(rulesets[0], indexes[0], indexes[1], 'rule-removed', tables[1]));
+  out.push(...foreignRules(indexes[1], indexes[0], 'rule-added', tables[0], changed), ...foreignRules(indexes[0], indexes[1], 'rule-removed', tables[1], changed));
   return out;
 }
 
 const NO_OWNERS = { tables: {}, chains: {}, marks: {} };
 
-/** Rules of `ruleset` (indexed by `own`) the other side lacks (by key, counting duplicates), in
- * tables the other side has, written by someone other than the chain's owner. */
-function foreignRules(ruleset: Ruleset, own: RuleIndex, other: RuleIndex, kind: 'rule-added' | 'rule-removed', otherTables: ReadonlyMap<string, unknown>): StructuralChange[] {
+/** Rules of the `changed` chains of `own`'s side that the other side's same chain lacks (by key,
+ * counting duplicates), in tables the other side has, written by someone other than the chain's
+ * owner. A chain not among `changed` holds the same keys on both sides: none of its rules is
+ * lacking. */
+function foreignRules(own: RuleIndex, other: RuleIndex, kind: 'rule-added' | 'rule-removed', otherTables: ReadonlyMap<string, unknown>, changed: ReadonlySet<string>): StructuralChange[] {
   const out: StructuralChange[] = [];
-  const remaining = new Map(other.keys);
-  const present = new Set(ruleset.tables.flatMap((t) => t.chains.map((c) => componentOf(NO_OWNERS, t.family, t.name, c.name)).filter((c): c is string => c !== undefined)));
-  for (const table of ruleset.tables) {
-    if (!otherTables.has(`${table.family} ${table.name}`)) continue;
-    for (const chain of table.chains) {
-      const owner = componentOf(NO_OWNERS, table.family, table.name, chain.name);
-      for (const rule of chain.rules) {
-        const key = own.byRule.get(rule)!;
-        const n = remaining.get(key) ?? 0;
-        if (n > 0) {
-          remaining.set(key, n - 1);
-          continue;
-        }
-        const writer = componentOfRule(NO_OWNERS, table, chain.name, rule, 0, () => present) ?? (rule.origin?.format === 'iptables' ? undefined : 'a native nft rule');
-        if (writer !== undefined && writer === owner) continue;
-        const native = isIptablesNftTable(table.name) && rule.origin?.format !== 'iptables' ? ' (native nft in an iptables-nft table)' : '';
-        const verb = kind === 'rule-added' ? 'now writes into' : 'no longer writes into';
-        out.push({
-          kind,
-          level: native || owner !== undefined ? 'warning' : 'info',
-          message: `${writer ?? 'an unattributed rule'} ${verb} ${table.family} ${table.name} ${chain.name}${owner ? ` (owned by ${owner})` : ''}${native}: ${key.slice(key.indexOf(': ') + 2)}`,
-          at: { file: rule.span.file, line: rule.span.line, column: rule.span.column },
-        });
+  own.chains.forEach(({ table, chain, rules }, ck) => {
+    if (!changed.has(ck) || !otherTables.has(`${table.family} ${table.name}`)) return;
+    // Keys start with their chain's key: only the same chain's rules can match.
+    const remaining = new Map<string, number>();
+    for (const { key } of other.chains.get(ck)?.rules ?? []) remaining.set(key, (remaining.get(key) ?? 0) + 1);
+    const owner = componentOf(NO_OWNERS, table.family, table.name, chain.name);
+    for (const { rule, key } of rules) {
+      const n = remaining.get(key) ?? 0;
+      if (n > 0) {
+        remaining.set(key, n - 1);
+        continue;
       }
+      // No mark bits are given, so the components present are never asked for.
+      const writer = componentOfRule(NO_OWNERS, table, chain.name, rule, 0, () => new Set()) ?? (rule.origin?.format === 'iptables' ? undefined : 'a native nft rule');
+      if (writer !== undefined && writer === owner) continue;
+      const native = isIptablesNftTable(table.name) && rule.origin?.format !== 'iptables' ? ' (native nft in an iptables-nft table)' : '';
+      const verb = kind === 'rule-added' ? 'now writes into' : 'no longer writes into';
+      out.push({
+        kind,
+        level: native || owner !== undefined ? 'warning' : 'info',
+        message: `${writer ?? 'an unattributed rule'} ${verb} ${table.family} ${table.name} ${chain.name}${owner ? ` (owned by ${owner})` : ''}${native}: ${key.slice(key.indexOf(': ') + 2)}`,
+        at: { file: rule.span.file, line: rule.span.line, column: rule.span.column },
+      });
     }
-  }
+  });
   return out;
+}
+
+function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
+  const list = map.get(key);
+  if (list) list.push(value);
+  else map.set(key, [value]);
 }

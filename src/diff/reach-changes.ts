@@ -18,7 +18,7 @@
 // whenever any non-nat chain leads to a change.
 
 import type { Chain, Expr, Hook, Rule, Ruleset, Stmt, Table } from '../model/ast.js';
-import { parseAddress } from '../sim/address.js';
+import { parseAddress, type Address } from '../sim/address.js';
 import type { PacketInput } from '../sim/packet.js';
 import { addressInterval, portInterval, protocolNumber, PROTOCOLS, valuesOf } from './derive-probes.js';
 import { chainKey } from './rule-keys.js';
@@ -39,38 +39,81 @@ interface Trust {
   readonly saddr: boolean;
 }
 
-interface Lead {
-  /** The rule's conditions before its jump: the statements a packet must pass to take it. */
-  readonly conditions: readonly Stmt[];
+/** A way a rule sends packets to another chain: its jump/goto verdict, or an element of its
+ * verdict map. */
+interface Exit {
+  /** The statement that jumps: the ones before it are the conditions to take it. */
+  readonly at: number;
   readonly target: string;
   /** For a verdict map element: the element's key parts, paired with the map's key parts. */
   readonly element?: { readonly key: Expr; readonly parts: readonly Expr[] };
 }
 
-/** A predicate: may this probe meet a changed chain (or a changed hook) on either side? */
+interface Lead {
+  /** The rule's conditions before its jump (the statements a packet must pass to take it), and
+   * for a verdict map element, its key against the map's: read once, tried on every probe. */
+  readonly tests: readonly FieldTest[];
+  readonly targetKey: string;
+}
+
+/** The fields of a probe the tests read, made once per probe. */
+interface ProbeFields {
+  readonly iif: string;
+  readonly dst: Address | undefined;
+  readonly src: Address | undefined;
+  readonly protocol: number | undefined;
+  readonly dport: number | undefined;
+}
+
+/** False when a field of the probe certainly fails a condition; true or undefined (not known
+ * here) otherwise. */
+type FieldTest = (probe: ProbeFields, trust: Trust) => boolean | undefined;
+
+/** A predicate: may this probe meet a changed chain (or a changed hook) on either side?
+ * `changedChains` are the chains that differ between the sides: any other is the same on each
+ * (its rules and its table's sets), so only the first side's copy of it is read. */
 export function reachFilterOf(rulesets: readonly Ruleset[], changedChains: ReadonlySet<string>, changedHooks: ReadonlySet<string>): (packet: PacketInput) => boolean {
   if (changedChains.size === 0 && changedHooks.size === 0) return () => false;
-  const leads = new Map<string, Lead[]>();
+  const parents = new Map<string, string[]>();
+  const chains = new Map<string, { table: Table; chain: Chain }[]>();
+  // A chain's table (the last side's where both have it): where its rules' named sets are.
   const tables = new Map<string, Table>();
-  for (const ruleset of rulesets) {
+  for (const [side, ruleset] of rulesets.entries()) {
     for (const table of ruleset.tables) {
+      // The keys of the chains this table's rules jump to, made once per name.
+      const keys = new Map<string, string>();
+      const keyOf = (name: string): string => {
+        let key = keys.get(name);
+        if (key === undefined) keys.set(name, (key = chainKey(table.family, table.name, name)));
+        return key;
+      };
       for (const chain of table.chains) {
-        const key = chainKey(table.family, table.name, chain.name);
+        const key = keyOf(chain.name);
         tables.set(key, table);
-        for (const rule of chain.rules) for (const lead of leadsOf(rule, table)) push(leads, key, lead);
+        if (side > 0 && !changedChains.has(key)) continue;
+        push(chains, key, { table, chain });
+        // Indexed: every rule of a large ruleset.
+        for (let r = 0; r < chain.rules.length; r++) for (const exit of exitsOf(chain.rules[r]!, table)) push(parents, keyOf(exit.target), key);
       }
     }
   }
-  const tainted = taintedChains(leads, changedChains);
+  const tainted = taintedChains(parents, changedChains);
   // Only the leads into tainted chains matter, and they are few (kube-proxy's KUBE-SERVICES has a
   // lead per service, a handful of which go to a changed one): keep just those, with their
-  // target's key, so a probe's walk costs a few rule checks rather than one per service.
-  const toChange = new Map<string, (Lead & { readonly targetKey: string })[]>();
-  for (const [key, list] of leads) {
-    const prefix = key.split(' ').slice(0, 2).join(' ');
-    for (const lead of list) {
-      const targetKey = `${prefix} ${lead.target}`;
-      if (tainted.has(targetKey)) push(toChange, key, { ...lead, targetKey });
+  // target's key, so a probe's walk costs a few rule checks rather than one per service. A lead
+  // into a tainted chain starts in a tainted chain.
+  const toChange = new Map<string, Lead[]>();
+  for (const key of tainted) {
+    for (const { table, chain } of chains.get(key) ?? []) {
+      for (const rule of chain.rules) {
+        for (const exit of exitsOf(rule, table)) {
+          const targetKey = chainKey(table.family, table.name, exit.target);
+          if (!tainted.has(targetKey)) continue;
+          const tests = rule.stmts.slice(0, exit.at).flatMap((stmt) => conditionTestOf(stmt, tables.get(key)!) ?? []);
+          if (exit.element) tests.push(...elementTestsOf(exit.element));
+          push(toChange, key, { tests, targetKey });
+        }
+      }
     }
   }
   const bases = rulesets.flatMap((r) => r.tables.flatMap((t) => t.chains.filter((c) => c.base).map((c) => ({ table: t, chain: c }))));
@@ -85,6 +128,7 @@ export function reachFilterOf(rulesets: readonly Ruleset[], changedChains: Reado
   }
   return (packet) => {
     const hooks = packet.iif === undefined ? LOCAL_HOOKS : INGRESS_HOOKS;
+    const probe = fieldsOf(packet);
     for (const { table, chain } of bases) {
       const base = chain.base!;
       if (!hooks.includes(base.hook)) continue;
@@ -94,7 +138,7 @@ export function reachFilterOf(rulesets: readonly Ruleset[], changedChains: Reado
       const nat = firstNat.get(`${table.family} ${base.hook}`) ?? Infinity;
       const daddr = !DNAT_HOOKS.has(base.hook) ? false : base.type === 'nat' || priorityOf(chain) < nat;
       const trust: Trust = { daddr, saddr: SOURCE_KEPT_HOOKS.has(base.hook) };
-      if (leadsToChange(key, packet, trust, toChange, changedChains, tables, new Set())) return true;
+      if (leadsToChange(key, probe, trust, toChange, changedChains, new Set())) return true;
     }
     return false;
   };
@@ -105,25 +149,19 @@ function priorityOf(chain: Chain): number {
 }
 
 /** Whether the probe could follow leads from chain `key` to a changed chain. */
-function leadsToChange(key: string, packet: PacketInput, trust: Trust, toChange: ReadonlyMap<string, readonly (Lead & { readonly targetKey: string })[]>, changed: ReadonlySet<string>, tables: ReadonlyMap<string, Table>, seen: Set<string>): boolean {
+function leadsToChange(key: string, probe: ProbeFields, trust: Trust, toChange: ReadonlyMap<string, readonly Lead[]>, changed: ReadonlySet<string>, seen: Set<string>): boolean {
   if (seen.has(key)) return false;
   seen.add(key);
-  const table = tables.get(key)!;
   for (const lead of toChange.get(key) ?? []) {
-    if (!lead.conditions.every((s) => couldMatch(s, packet, trust, table))) continue;
-    if (lead.element && !couldMatchElement(lead.element, packet, trust)) continue;
-    if (changed.has(lead.targetKey) || leadsToChange(lead.targetKey, packet, trust, toChange, changed, tables, seen)) return true;
+    if (lead.tests.some((test) => test(probe, trust) === false)) continue;
+    if (changed.has(lead.targetKey) || leadsToChange(lead.targetKey, probe, trust, toChange, changed, seen)) return true;
   }
   return false;
 }
 
-/** Changed chains and every chain that jumps (transitively) to one. */
-function taintedChains(leads: ReadonlyMap<string, readonly Lead[]>, changed: ReadonlySet<string>): Set<string> {
-  const parents = new Map<string, string[]>();
-  for (const [from, list] of leads) {
-    const prefix = from.split(' ').slice(0, 2).join(' ');
-    for (const lead of list) push(parents, `${prefix} ${lead.target}`, from);
-  }
+/** Changed chains and every chain that jumps (transitively) to one, from each chain's parents
+ * (the chains with a rule that jumps to it). */
+function taintedChains(parents: ReadonlyMap<string, readonly string[]>, changed: ReadonlySet<string>): Set<string> {
   const tainted = new Set(changed);
   const queue = [...changed];
   while (queue.length > 0) {
@@ -138,75 +176,94 @@ function taintedChains(leads: ReadonlyMap<string, readonly Lead[]>, changed: Rea
 
 /** The ways a rule sends packets to another chain: a jump/goto verdict, or a verdict map's
  * elements. */
-function leadsOf(rule: Rule, table: Table): Lead[] {
-  const out: Lead[] = [];
-  for (const [i, stmt] of rule.stmts.entries()) {
-    const conditions = rule.stmts.slice(0, i);
-    if (stmt.kind === 'verdict' && (stmt.verdict === 'jump' || stmt.verdict === 'goto') && stmt.target !== undefined) out.push({ conditions, target: stmt.target });
+function exitsOf(rule: Rule, table: Table): readonly Exit[] {
+  // Made on the first exit, with an indexed loop: this runs on every rule of a large ruleset.
+  let out: Exit[] | undefined;
+  for (let at = 0; at < rule.stmts.length; at++) {
+    const stmt = rule.stmts[at]!;
+    if (stmt.kind === 'verdict' && (stmt.verdict === 'jump' || stmt.verdict === 'goto') && stmt.target !== undefined) (out ??= []).push({ at, target: stmt.target });
     if (stmt.kind !== 'vmap') continue;
     const elements = stmt.map.kind === 'set' ? stmt.map.elements : (table.sets.find((s) => s.name === (stmt.map as { name: string }).name)?.elements ?? []);
     const parts = stmt.key.kind === 'concat' ? stmt.key.parts : [stmt.key];
     for (const element of elements) {
       const data = element.data;
       if (data?.kind !== 'verdict' || (data.verdict !== 'jump' && data.verdict !== 'goto') || data.target === undefined) continue;
-      out.push({ conditions, target: data.target, element: { key: element.key, parts } });
+      (out ??= []).push({ at, target: data.target, element: { key: element.key, parts } });
     }
   }
-  return out;
+  return out ?? NO_EXITS;
 }
 
-/** False only when the statement certainly does not match the probe at that point. */
-function couldMatch(stmt: Stmt, packet: PacketInput, trust: Trust, table: Table): boolean {
-  if (stmt.kind !== 'match') return true;
+const NO_EXITS: readonly Exit[] = [];
+
+/** The test of a condition the probe's own fields can fail, or undefined when none can. */
+function conditionTestOf(stmt: Stmt, table: Table): FieldTest | undefined {
+  if (stmt.kind !== 'match') return undefined;
   const { left, right, op } = stmt.expr;
-  if (op !== 'implicit' && op !== '==' && op !== '!=') return true;
-  const hit = fieldMatches(left, valuesOf(right, table), packet, trust);
-  return hit === undefined ? true : op === '!=' ? !hit : hit;
+  if (op !== 'implicit' && op !== '==' && op !== '!=') return undefined;
+  const test = fieldTestOf(left, valuesOf(right, table));
+  if (!test) return undefined;
+  return op === '!=' ? (probe, trust) => { const hit = test(probe, trust); return hit === undefined ? undefined : !hit; } : test;
 }
 
-function couldMatchElement(element: { readonly key: Expr; readonly parts: readonly Expr[] }, packet: PacketInput, trust: Trust): boolean {
+/** A verdict map element's key parts, each against the map's key part it fills. */
+function elementTestsOf(element: { readonly key: Expr; readonly parts: readonly Expr[] }): FieldTest[] {
   const values = element.key.kind === 'concat' ? element.key.parts : [element.key];
-  return element.parts.every((part, i) => values[i] === undefined || fieldMatches(part, [values[i]!], packet, trust) !== false);
+  return element.parts.flatMap((part, i) => (values[i] === undefined ? [] : (fieldTestOf(part, [values[i]!]) ?? [])));
 }
 
-/** Whether the probe's field `left` is one of `values`; undefined when not known here. */
-function fieldMatches(left: Expr, values: readonly Expr[], packet: PacketInput, trust: Trust): boolean | undefined {
+/** Whether the probe's field `left` is one of `values`; undefined when not known here. The
+ * values are read here, once; the probe's fields when tried. */
+function fieldTestOf(left: Expr, values: readonly Expr[]): FieldTest | undefined {
   if (values.length === 0) return undefined;
   if (left.kind === 'payload' && (left.protocol === 'ip' || left.protocol === 'ip6') && (left.field === 'daddr' || left.field === 'saddr')) {
-    if (!(left.field === 'daddr' ? trust.daddr : trust.saddr)) return undefined;
-    const text = left.field === 'daddr' ? packet.dst : packet.src;
-    const a = text === undefined ? undefined : parseAddress(text);
     const intervals = values.map(addressInterval);
-    if (!a || intervals.some((i) => i.length === 0)) return undefined;
-    return intervals.flat().some((i) => i.family === a.family && i.lo <= a.n && a.n <= i.hi);
+    const known = !intervals.some((i) => i.length === 0);
+    const all = intervals.flat();
+    const isDaddr = left.field === 'daddr';
+    return (probe, trust) => {
+      if (!(isDaddr ? trust.daddr : trust.saddr)) return undefined;
+      const a = isDaddr ? probe.dst : probe.src;
+      if (!a || !known) return undefined;
+      return all.some((i) => i.family === a.family && i.lo <= a.n && a.n <= i.hi);
+    };
   }
   if (left.kind === 'payload' && left.field === 'dport' && ['tcp', 'udp', 'sctp', 'th'].includes(left.protocol)) {
-    const proto = protocolOf(packet);
-    // `tcp dport` also says tcp: a udp probe never matches it, whatever NAT did to the port.
-    if (left.protocol !== 'th' && proto !== undefined && PROTOCOLS[left.protocol] !== proto) return false;
-    if (!trust.daddr || packet.dport === undefined) return undefined;
     const ranges = values.map(portInterval);
-    if (ranges.some((r) => r.length === 0)) return undefined;
-    return ranges.flat().some(([lo, hi]) => lo <= packet.dport! && packet.dport! <= hi);
+    const known = !ranges.some((r) => r.length === 0);
+    const all = ranges.flat();
+    const own = left.protocol === 'th' ? undefined : PROTOCOLS[left.protocol];
+    return (probe, trust) => {
+      // `tcp dport` also says tcp: a udp probe never matches it, whatever NAT did to the port.
+      if (own !== undefined && probe.protocol !== undefined && own !== probe.protocol) return false;
+      const dport = probe.dport;
+      if (!trust.daddr || dport === undefined || !known) return undefined;
+      return all.some(([lo, hi]) => lo <= dport && dport <= hi);
+    };
   }
   if ((left.kind === 'meta' && left.key === 'l4proto') || (left.kind === 'payload' && left.protocol === 'ip' && left.field === 'protocol')) {
-    const proto = protocolOf(packet);
     const numbers = values.map(protocolNumber);
-    if (proto === undefined || numbers.some((n) => n.length === 0)) return undefined;
-    return numbers.flat().includes(proto);
+    const known = !numbers.some((n) => n.length === 0);
+    const all = numbers.flat();
+    return (probe) => (probe.protocol === undefined || !known ? undefined : all.includes(probe.protocol));
   }
   if (left.kind === 'meta' && left.key === 'iifname') {
-    const iif = packet.iif ?? '';
     const names = values.map((v) => (v.kind === 'literal' ? v.text.replace(/^"|"$/g, '') : undefined));
     if (names.some((n) => n === undefined)) return undefined;
-    return names.some((n) => (n!.endsWith('*') ? iif.startsWith(n!.slice(0, -1)) : iif === n));
+    return (probe) => names.some((n) => (n!.endsWith('*') ? probe.iif.startsWith(n!.slice(0, -1)) : probe.iif === n));
   }
   return undefined;
 }
 
-function protocolOf(packet: PacketInput): number | undefined {
+function fieldsOf(packet: PacketInput): ProbeFields {
   const p = packet.protocol ?? 'tcp';
-  return typeof p === 'number' ? p : (PROTOCOLS[p] ?? (/^\d+$/.test(p) ? Number(p) : undefined));
+  return {
+    iif: packet.iif ?? '',
+    dst: packet.dst === undefined ? undefined : parseAddress(packet.dst),
+    src: packet.src === undefined ? undefined : parseAddress(packet.src),
+    protocol: typeof p === 'number' ? p : (PROTOCOLS[p] ?? (/^\d+$/.test(p) ? Number(p) : undefined)),
+    dport: packet.dport,
+  };
 }
 
 function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {

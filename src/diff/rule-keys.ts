@@ -1,7 +1,8 @@
 // Location-independent names for rules and chains, so that the two sides of a diff match rules by
 // what they say, not by the line they sit on (a capture taken later moves every line).
 
-import type { Chain, Family, Rule, Ruleset, Table } from '../model/ast.js';
+import { createHash } from 'node:crypto';
+import type { Chain, Family, Rule, Ruleset, Span, Table } from '../model/ast.js';
 import { formatRule } from '../model/format-ruleset.js';
 import type { Loc } from '../sim/outcome.js';
 
@@ -13,18 +14,38 @@ export interface RuleAt {
   readonly key: string;
 }
 
+/** One chain of a ruleset, indexed. */
+export interface IndexedChain {
+  readonly table: Table;
+  readonly chain: Chain;
+  /** Its rules in order, with their keys. */
+  readonly rules: readonly RuleAt[];
+  /** Its base spec (type, hook, priority, policy, devices), empty for a regular chain. */
+  readonly base: string;
+  /** A digest of its table's sets and their elements (kube-proxy's nftables mode has sets of
+   * megabytes: compared once per chain, their text would be). */
+  readonly sets: string;
+}
+
+/** Whether two chains are the same: base spec, rules' keys in order, and their tables' sets. */
+export function isSameChain(a: IndexedChain, b: IndexedChain): boolean {
+  return a.base === b.base && a.sets === b.sets && a.rules.length === b.rules.length && a.rules.every((r, i) => r.key === b.rules[i]!.key);
+}
+
+/** A ruleset's rules by key and place. Only the per-chain part is made up front: a diff looks up
+ * a handful of places (trace events of the probes it simulates), so the maps by place and by key
+ * are made on the first lookup. */
 export interface RuleIndex {
-  /** By `file:line:column` of the rule (a trace event's `at`). */
-  readonly byLoc: ReadonlyMap<string, RuleAt>;
-  /** Each rule's key (the structural report looks rules up by identity, not by location). */
-  readonly byRule: ReadonlyMap<Rule, string>;
-  /** How many rules have each key. */
-  readonly keys: ReadonlyMap<string, number>;
-  /** Per chain (`family table chain`), a text that is equal when the chain is: its base spec and
-   * its rules' keys in order, plus its table's sets. */
-  readonly chains: ReadonlyMap<string, string>;
-  /** A base chain's key by the `file:line:column` of its policy (a policy event's `at`). */
-  readonly policies: ReadonlyMap<string, string>;
+  /** Per chain (`family table chain`), in ruleset order; compared with isSameChain. */
+  readonly chains: ReadonlyMap<string, IndexedChain>;
+  /** The rule at `file:line:column` (a trace event's `at`); of an iptables rule lowered into
+   * several, the last. */
+  ruleAt(loc: Loc): RuleAt | undefined;
+  /** A base chain's key (`family table chain policy`) by the place of its policy (a policy
+   * event's `at`). */
+  policyAt(loc: Loc): string | undefined;
+  /** Whether some rule has this key. */
+  hasKey(key: string): boolean;
 }
 
 export function chainKey(family: Family, table: string, chain: string): string {
@@ -38,34 +59,110 @@ export function locKey(loc: { readonly file: string; readonly line: number; read
 // Statistics and handles are not what a rule says: counters differ between any two captures.
 const COUNTER = /\bcounter packets \d+ bytes \d+/g;
 
+// Whitespace the printer does not make between two words: a run of it, or any but a space.
+const UNEVEN_SPACE = /\s\s|[^\S ]/;
+
 export function ruleText(rule: Rule, family: Family): string {
-  return formatRule(rule, {}, family).trim().replace(COUNTER, 'counter').replace(/\s+/g, ' ');
+  const text = formatRule(rule, {}, family).trim().replace(COUNTER, 'counter');
+  // Collapsing makes a new string each time; most printed rules have nothing to collapse.
+  return UNEVEN_SPACE.test(text) ? text.replace(/\s+/g, ' ') : text;
 }
 
-export function indexRules(ruleset: Ruleset): RuleIndex {
-  const byLoc = new Map<string, RuleAt>();
-  const byRule = new Map<Rule, string>();
-  const keys = new Map<string, number>();
-  const chains = new Map<string, string>();
-  const policies = new Map<string, string>();
+/** Indexes `ruleset`; given the index of the other side of a diff, a rule equal to the one at
+ * its place there (the same tree, places left out) takes that one's key rather than being
+ * printed again: the printer's output depends on nothing else. */
+export function indexRules(ruleset: Ruleset, other?: RuleIndex): RuleIndex {
+  const chains = new Map<string, IndexedChain>();
   for (const table of ruleset.tables) {
-    const sets = table.sets.map((s) => `${s.name}{${(s.elements ?? []).length}:${(s.elements ?? []).map((e) => JSON.stringify(stripSpans(e))).join(',')}}`).join(';');
+    const sets = setsDigest(table);
     for (const chain of table.chains) {
       const ck = chainKey(table.family, table.name, chain.name);
-      policies.set(locKey(chain.span), `${ck} policy`);
-      const ruleKeys: string[] = [];
-      for (const rule of chain.rules) {
-        const key = `${ck}: ${ruleText(rule, table.family)}`;
-        ruleKeys.push(key);
-        byLoc.set(locKey(rule.span), { rule, table, chain, key });
-        byRule.set(rule, key);
-        keys.set(key, (keys.get(key) ?? 0) + 1);
-      }
       const base = chain.base ? `${chain.base.type} ${chain.base.hook} ${chain.base.priority.value ?? chain.base.priority.offset} ${chain.base.policy ?? 'accept'} ${chain.base.devices.join(',')}` : '';
-      chains.set(ck, `${base}\n${ruleKeys.join('\n')}\n${sets}`);
+      const twins = other?.chains.get(ck)?.rules;
+      const rules = chain.rules.map((rule, i): RuleAt => {
+        const twin = twins?.[i];
+        if (twin && isSameTree(twin.rule, rule)) return { rule, table, chain, key: twin.key };
+        // Joined, not concatenated: `${ck}: ${text}` would keep the printer's pieces alive (a
+        // rope of ~700 bytes per rule, 100 MB on a 150,000-rule dump); join copies into a flat
+        // string.
+        return { rule, table, chain, key: [ck, ruleText(rule, table.family)].join(': ') };
+      });
+      chains.set(ck, { table, chain, rules, base, sets });
     }
   }
-  return { byLoc, byRule, keys, chains, policies };
+  let rulePlaces: PlaceIndex<RuleAt> | undefined;
+  let policyPlaces: PlaceIndex<IndexedChain> | undefined;
+  let keys: Set<string> | undefined;
+  return {
+    chains,
+    ruleAt: (loc) => (rulePlaces ??= placeIndexOf([...chains.values()].flatMap((c) => c.rules), (at) => at.rule.span)).at(loc),
+    policyAt: (loc) => {
+      const c = (policyPlaces ??= placeIndexOf([...chains.values()], (at) => at.chain.span)).at(loc);
+      return c && `${chainKey(c.table.family, c.table.name, c.chain.name)} policy`;
+    },
+    hasKey: (key) => (keys ??= new Set([...chains.values()].flatMap((c) => c.rules.map((at) => at.key)))).has(key),
+  };
+}
+
+/** Values by the place (`file`, `line`, `column`) of their span; of several at one place, the
+ * last given. */
+interface PlaceIndex<T> {
+  at(loc: Loc): T | undefined;
+}
+
+/** By file and line, the one value a line mostly holds (a listing or a dump has a rule per line);
+ * the others of a line by `file:line:column`. No string is made per rule of a large ruleset for a
+ * handful of lookups. */
+function placeIndexOf<T>(items: readonly T[], spanOf: (item: T) => Span): PlaceIndex<T> {
+  const byLine = new Map<string, (T | undefined)[]>();
+  const others = new Map<string, T>();
+  for (let i = 0; i < items.length; i++) {
+    const item = items[i]!;
+    const span = spanOf(item);
+    let lines = byLine.get(span.file);
+    if (!lines) byLine.set(span.file, (lines = []));
+    const first = lines[span.line];
+    if (first === undefined || spanOf(first).column === span.column) lines[span.line] = item;
+    else others.set(locKey(span), item);
+  }
+  return {
+    at: (loc) => {
+      const first = byLine.get(loc.file)?.[loc.line];
+      return first !== undefined && spanOf(first).column === loc.column ? first : others.get(locKey(loc));
+    },
+  };
+}
+
+/** Whether two model trees are equal, their spans left out. */
+function isSameTree(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
+  if (Array.isArray(a) || Array.isArray(b)) {
+    if (!Array.isArray(a) || !Array.isArray(b) || a.length !== b.length) return false;
+    for (let i = 0; i < a.length; i++) if (!isSameTree(a[i], b[i])) return false;
+    return true;
+  }
+  const x = a as Record<string, unknown>;
+  const y = b as Record<string, unknown>;
+  let keys = 0;
+  for (const key in x) {
+    if (key === 'span') continue;
+    if (!(key in y) || !isSameTree(x[key], y[key])) return false;
+    keys++;
+  }
+  for (const key in y) if (key !== 'span') keys--;
+  return keys === 0;
+}
+
+/** A digest of a table's sets and their elements, places left out. */
+function setsDigest(table: Table): string {
+  const hash = createHash('sha1');
+  for (const s of table.sets) {
+    hash.update(`${s.name}{${(s.elements ?? []).length}:`);
+    for (const [i, e] of (s.elements ?? []).entries()) hash.update(`${i > 0 ? ',' : ''}${JSON.stringify(stripSpans(e))}`);
+    hash.update('};');
+  }
+  return hash.digest('base64');
 }
 
 function stripSpans(value: unknown): unknown {
@@ -77,6 +174,5 @@ function stripSpans(value: unknown): unknown {
 /** The key of what decided at `loc`: a rule's key, or the chain for a policy. */
 export function deciderKey(index: RuleIndex, loc: Loc | undefined): string {
   if (!loc) return 'routing';
-  const at = locKey(loc);
-  return index.byLoc.get(at)?.key ?? index.policies.get(at) ?? at;
+  return index.ruleAt(loc)?.key ?? index.policyAt(loc) ?? locKey(loc);
 }

@@ -149,11 +149,12 @@ function checkRules(context: LintContext, table: Table, facts: IptablesNftReadba
   const unknown: { problem: Problem; chain: Chain }[] = [];
   for (const chain of table.chains) {
     for (const rule of chain.rules) {
+      // What iptables-nft wrote itself it reads back: its rules (all of a dump's) are not checked.
+      const origin = originOf(rule, telling, table.family);
+      if (origin === 'iptables') continue;
       const problems = problemsOf(rule, table, chain, facts);
       const problem = worstOf(problems);
       if (problem === undefined) continue;
-      const origin = originOf(rule, telling, table.family);
-      if (origin === 'iptables') continue;
       if (origin === 'unknown') {
         if (problem.outcome !== 'lossy') unknown.push({ problem, chain });
         continue;

@@ -28,8 +28,12 @@ export const natOutsideNatChain: LintRule = {
     for (const { table, reachedFrom } of context.graph.tables) {
       for (const chain of table.chains) {
         const bases = reachedFrom.get(chain) ?? [];
-        for (const rule of chain.rules) {
-          for (const stmt of rule.stmts) {
+        // Indexed: every statement of the ruleset, and a for-of loop not yet optimised makes an
+        // iterator result per step.
+        for (let r = 0; r < chain.rules.length; r++) {
+          const stmts = chain.rules[r]!.stmts;
+          for (let s = 0; s < stmts.length; s++) {
+            const stmt = stmts[s]!;
             if (stmt.kind !== 'nat') continue;
             const problem = bases.map((base) => problemOf(stmt, base)).find((p) => p !== undefined);
             if (!problem) continue;

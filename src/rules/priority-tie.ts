@@ -1,5 +1,6 @@
 import type { Chain, Hook } from '../model/ast.js';
-import { buildHookIndex, chainsAt, isTied, slotOf, type HookEntry } from '../sim/pipeline.js';
+import { chainsAt, isTied, slotOf, type HookEntry } from '../sim/pipeline.js';
+import { hookIndexOf } from './framework/mark-ops.js';
 import type { LintRule } from './framework/lint-rule.js';
 
 // The simulator's hook tables decide which base chains meet the same packet and which of them
@@ -20,7 +21,7 @@ export const priorityTie: LintRule = {
     },
   },
   check(context) {
-    const index = buildHookIndex(context.ruleset);
+    const index = hookIndexOf(context);
     const reported = new Set<string>();
     const name = (e: HookEntry): string => `${e.table.family} ${e.table.name} ${e.chain.name}`;
     for (const family of ['ip', 'ip6'] as const) {

@@ -1,4 +1,4 @@
-import type { Chain, Span } from '../model/ast.js';
+import type { Chain, Expr, Span } from '../model/ast.js';
 import type { LintRule } from './framework/lint-rule.js';
 import { forEachExpr } from './framework/walk-rule.js';
 
@@ -43,15 +43,20 @@ function checkChain(
   const checkTarget = (verdict: string, target: string | undefined, span: Span): void => {
     if ((verdict === 'jump' || verdict === 'goto') && target !== undefined && !chains.has(target)) report('chain', { verdict, name: target }, span);
   };
-  for (const rule of chain.rules) {
-    for (const stmt of rule.stmts) {
+  const checkExpr = (expr: Expr): void => {
+    if (expr.kind === 'verdict') checkTarget(expr.verdict, expr.target, expr.span);
+    else if (expr.kind === 'set-ref' && !sets.has(expr.name)) report('set', { name: expr.name }, expr.span);
+  };
+  // Indexed: every statement of the ruleset, and a for-of loop not yet optimised makes an
+  // iterator result per step.
+  for (let r = 0; r < chain.rules.length; r++) {
+    const stmts = chain.rules[r]!.stmts;
+    for (let s = 0; s < stmts.length; s++) {
+      const stmt = stmts[s]!;
       if (stmt.kind === 'verdict') checkTarget(stmt.verdict, stmt.target, stmt.span);
       if (stmt.kind === 'set-op' && !sets.has(stmt.set)) report('set', { name: stmt.set }, stmt.span);
       if (stmt.kind === 'flow-offload' && !flowtables.has(stmt.flowtable)) report('flowtable', { name: stmt.flowtable }, stmt.span);
-      forEachExpr(stmt, (expr) => {
-        if (expr.kind === 'verdict') checkTarget(expr.verdict, expr.target, expr.span);
-        else if (expr.kind === 'set-ref' && !sets.has(expr.name)) report('set', { name: expr.name }, expr.span);
-      });
+      forEachExpr(stmt, checkExpr);
     }
   }
 }

@@ -26,7 +26,8 @@ export const unreachableRule: LintRule = {
       for (const chain of table.chains) {
         let shadows: { rule: Rule; keys: readonly string[] }[] = [];
         for (const rule of chain.rules) {
-          const leading = leadingMatchKeys(rule);
+          // Keys are JSON text: made only when some earlier rule could shadow this one.
+          const leading = shadows.length === 0 ? NO_KEYS : leadingMatchKeys(rule);
           const shadow = shadows.find((s) => s.keys.every((k) => leading.includes(k)));
           if (shadow) {
             context.report({
@@ -37,7 +38,7 @@ export const unreachableRule: LintRule = {
             });
             continue;
           }
-          if (!isContained(rule)) shadows = [];
+          if (shadows.length > 0 && !isContained(rule)) shadows = [];
           const keys = shadowKeys(rule);
           if (keys) shadows.push({ rule, keys });
         }
@@ -46,13 +47,17 @@ export const unreachableRule: LintRule = {
   },
 };
 
+const NO_KEYS: readonly string[] = [];
+
 /** Statements that neither change the packet nor end evaluation. */
 function isInert(stmt: Stmt): boolean {
   return stmt.kind === 'match' || stmt.kind === 'counter' || stmt.kind === 'log' || stmt.kind === 'last' || (stmt.kind === 'verdict' && stmt.verdict === 'continue');
 }
 
+const TERMINAL_VERDICTS: ReadonlySet<string> = new Set(['accept', 'drop', 'return', 'goto']);
+
 function isTerminal(stmt: Stmt): boolean {
-  return stmt.kind === 'reject' || (stmt.kind === 'verdict' && ['accept', 'drop', 'return', 'goto'].includes(stmt.verdict));
+  return stmt.kind === 'reject' || (stmt.kind === 'verdict' && TERMINAL_VERDICTS.has(stmt.verdict));
 }
 
 /** Statements that change the packet or its connection and always let evaluation go on
@@ -64,11 +69,17 @@ function isUnconditionalEffect(stmt: Stmt): boolean {
 /** True when the rule ends evaluation for every packet whose matches pass: its matches, then
  * only statements that cannot fail, then a terminal verdict. */
 function isDecisive(rule: Rule): boolean {
-  const last = rule.stmts[rule.stmts.length - 1];
+  const stmts = rule.stmts;
+  const last = stmts[stmts.length - 1];
   if (!last || !isTerminal(last)) return false;
-  const body = rule.stmts.slice(0, -1);
-  const firstEffect = body.findIndex((s) => !isInert(s));
-  return firstEffect < 0 || body.slice(firstEffect).every((s) => isUnconditionalEffect(s) || (isInert(s) && s.kind !== 'match'));
+  // Indexed, no copies: this runs on every rule of the ruleset.
+  let i = 0;
+  while (i < stmts.length - 1 && isInert(stmts[i]!)) i++;
+  for (; i < stmts.length - 1; i++) {
+    const s = stmts[i]!;
+    if (!(isUnconditionalEffect(s) || (isInert(s) && s.kind !== 'match'))) return false;
+  }
+  return true;
 }
 
 /** True when whatever the rule changes cannot reach the next rule: it changes nothing, or it

@@ -6,7 +6,7 @@
 
 import type { Chain, Expr, Hook, Rule, Span, Stmt, XtExtensionStmt } from '../../model/ast.js';
 import type { AddressFamily } from '../../sim/address.js';
-import { buildHookIndex, chainsAt, isTied, PATH_HOOKS, type HookEntry, type PathName } from '../../sim/pipeline.js';
+import { buildHookIndex, chainsAt, isTied, PATH_HOOKS, type HookEntry, type HookIndex, type PathName } from '../../sim/pipeline.js';
 import { componentOf, componentOfRule } from '../facts/known-components.js';
 import type { LintContext } from './lint-rule.js';
 
@@ -73,6 +73,18 @@ const FULL = 0xffffffff;
 
 /** One collection per lint run (the run's chain graph), shared by the rules that need it. */
 const collected = new WeakMap<LintContext['graph'], MarkOps>();
+const hookIndexes = new WeakMap<LintContext['graph'], HookIndex>();
+
+/** The simulator's hook tables of the linted ruleset, built once per lint run (the run's chain
+ * graph) for the rules that need them (priority-tie, the mark operations' positions). */
+export function hookIndexOf(context: LintContext): HookIndex {
+  let index = hookIndexes.get(context.graph);
+  if (!index) {
+    index = buildHookIndex(context.ruleset);
+    hookIndexes.set(context.graph, index);
+  }
+  return index;
+}
 
 export function collectMarkOps(context: LintContext): MarkOps {
   let marks = collected.get(context.graph);
@@ -100,14 +112,18 @@ function collectUncached(context: LintContext): MarkOps {
     return present;
   };
   const ops: MarkOp[] = [];
+  // Indexed loops over every statement of the ruleset: a for-of loop not yet optimised makes an
+  // iterator result per step.
   for (const { table, reachedFrom } of context.graph.tables) {
     for (const chain of table.chains) {
       const bases = reachedFrom.get(chain);
       if (bases === undefined || bases.length === 0) continue;
       let chainPositions: PathPosition[] | undefined;
-      for (const rule of chain.rules) {
+      for (let r = 0; r < chain.rules.length; r++) {
+        const rule = chain.rules[r]!;
         let found: { stmt: Stmt; op: OpFields }[] | undefined;
-        for (const stmt of rule.stmts) {
+        for (let s = 0; s < rule.stmts.length; s++) {
+          const stmt = rule.stmts[s]!;
           const op = markOpOf(stmt);
           if (op) (found ??= []).push({ stmt, op });
         }
@@ -139,7 +155,7 @@ function touchedBits(op: OpFields): number {
 /** The base chains' positions on every path and address family, from the simulator's hook
  * tables. */
 function positionsOfBaseChains(context: LintContext): Map<Chain, PathPosition[]> {
-  const index = buildHookIndex(context.ruleset);
+  const index = hookIndexOf(context);
   const devices = [...new Set((index.byHook.get('ingress') ?? []).flatMap((r) => r.chain.base?.devices ?? []))];
   const positions = new Map<Chain, PathPosition[]>();
   for (const path of Object.keys(PATH_HOOKS) as PathName[]) {
