@@ -41,17 +41,19 @@ import { findResolved, resolveLookup, type ResolvedLookup } from './lookup-eleme
 import { applyOp, constantOf, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
 import type { CtStateName } from './packet.js';
 import type { Loc } from './outcome.js';
-import { NotModelled, type SimContext } from './sim-context.js';
+import { currentRule, locOf, NotModelled, type SimContext } from './sim-context.js';
 
 /** The code of every compiled rule of one ruleset, appended as rules are compiled. A rule's code
- * opens with its location (HEADER, filled when the rule first matches), so that its trace events
- * read nothing else. */
+ * opens with the number of its location in `locs` (HEADER, -1 until the rule first matches), so
+ * that its trace events share one Loc and read nothing else of the rule. */
 export interface CodeArena {
   buf: Float64Array;
   length: number;
-  /** The input files of the rules' locations, by the header's file number. */
-  readonly files: string[];
-  readonly fileIds: Map<string, number>;
+  /** The locations of the compiled rules that matched, by their header's number. */
+  readonly locs: Loc[];
+  /** The statements the instructions stand for, by the instructions' statement number: what an
+   * instruction reads of its statement is there, without the rule (cold in memory) in between. */
+  readonly stmts: Stmt[];
   /** The results of JUMP instructions once resolved, by their operand (one per verb and target
    * chain: ChainIndex.jump and .goto). */
   readonly jumps: RuleResult[];
@@ -62,32 +64,21 @@ export interface CodeArena {
 }
 
 export function createCodeArena(): CodeArena {
-  return { buf: new Float64Array(4096), length: 0, files: [], fileIds: new Map(), jumps: [], elementResults: new Map(), sets: [] };
+  return { buf: new Float64Array(4096), length: 0, locs: [], stmts: [], jumps: [], elementResults: new Map(), sets: [] };
 }
 
-/** [line (-1: not filled yet), column, handle (-1: none), file]: a rule's location, before its
- * instructions. */
-const HEADER = 4;
+/** [location number (-1: not made yet)]: before a rule's instructions. */
+const HEADER = 1;
 
-/** The location of `rule`, compiled at `start`. */
-export function compiledLoc(arena: CodeArena, start: number, rule: Rule): Loc {
-  const buf = arena.buf;
-  if (buf[start]! < 0) {
-    const { file, line, column } = rule.span;
-    let id = arena.fileIds.get(file);
-    if (id === undefined) {
-      id = arena.files.length;
-      arena.files.push(file);
-      arena.fileIds.set(file, id);
-    }
-    buf[start] = line;
-    buf[start + 1] = column;
-    buf[start + 2] = rule.handle ?? -1;
-    buf[start + 3] = id;
-  }
-  const file = arena.files[buf[start + 3]!]!;
-  const handle = buf[start + 2]!;
-  return handle < 0 ? { file, line: buf[start]!, column: buf[start + 1]! } : { file, line: buf[start]!, column: buf[start + 1]!, handle };
+/** The location of the current rule (ctx), compiled at `start`: one object per rule, shared by
+ * its events (a Loc is never changed once made). */
+export function compiledLoc(arena: CodeArena, start: number, ctx: SimContext): Loc {
+  const id = arena.buf[start]!;
+  if (id >= 0) return arena.locs[id]!;
+  const loc = locOf(currentRule(ctx)!);
+  arena.buf[start] = arena.locs.length;
+  arena.locs.push(loc);
+  return loc;
 }
 
 /** The result of a verdict, a jump or goto with its target resolved in the table being
@@ -103,8 +94,8 @@ function resolvedResult(verdict: Verdict, ctx: SimContext): RuleResult {
   return (index.goto ??= { matched: true, verdict: { ...verdict, to: index } });
 }
 
-// Instructions: the opcode, the statement's position in the rule (for what evaluateRule reports
-// when it is not modelled), then the operands.
+// Instructions: the opcode, the statement's number in the arena's `stmts` (what it reads of the
+// statement, and what evaluateRule reports when it is not modelled), then the operands.
 const END = 0;
 /** [TEST, k, field, arg, arg2, op1, c1, op2, c2, cmp, x, y]: a field (U32Expr) compared. */
 const TEST = 1;
@@ -166,16 +157,19 @@ function lengthOf(buf: Float64Array, pc: number): number {
 /** Compiles `rule` into the arena; its code's offset. Reads no more of the rule than its
  * statements need: most rules of a big ruleset are cold in memory when first compiled. */
 export function compileRule(rule: Rule, arena: CodeArena): number {
-  const out: number[] = [-1, 0, -1, 0];
+  const out: number[] = [-1];
   const stmts = rule.stmts;
-  for (let k = 0; k < stmts.length; k++) {
-    const stmt = stmts[k]!;
+  for (let i = 0; i < stmts.length; i++) {
+    const stmt = stmts[i]!;
     const before = out.length;
+    // The statement's number, kept when it has an instruction (one at most).
+    const k = arena.stmts.length;
     const compiled = stmt.kind === 'verdict' ? compileVerdict(stmt, k, out) : compileStmt(stmt, k, rule, arena, out);
     if (!compiled) {
       out.length = before;
       out.push(EVAL, k);
     }
+    if (out.length > before) arena.stmts.push(stmt);
   }
   out.push(END);
   if (arena.length + out.length > arena.buf.length) {
@@ -454,10 +448,10 @@ function keyAt(buf: Float64Array, at: number, n: number, concat: boolean, ctx: S
 
 /** The set of the LOOKUP or VMAP of statement k, resolved in slot `slot` when first needed (and
  * again in another table, which a rule is never evaluated in). */
-function lookupAt(arena: CodeArena, slot: number, rule: Rule, k: number, ctx: SimContext): ResolvedLookup {
+function lookupAt(arena: CodeArena, slot: number, k: number, ctx: SimContext): ResolvedLookup {
   const known = arena.sets[slot];
   if (known && known.table === ctx.table) return known;
-  const stmt = rule.stmts[k]!;
+  const stmt = arena.stmts[k]!;
   const resolved = stmt.kind === 'vmap' ? resolveLookup(stmt.map, stmt.key, ctx) : resolveLookup((stmt as MatchStmt).expr.right as SetLiteral | SetRef, (stmt as MatchStmt).expr.left, ctx);
   arena.sets[slot] = resolved;
   return resolved;
@@ -482,8 +476,7 @@ function weightsOf(p: number): readonly number[] {
 }
 
 /** Runs a compiled rule (the code at `start`), as evaluateRule runs its statements. */
-export function runCompiledRule(arena: CodeArena, start: number, rule: Rule, ctx: SimContext): RuleResult {
-  ctx.rule = rule;
+export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext): RuleResult {
   const buf = arena.buf;
   let pc = start + HEADER;
   for (;;) {
@@ -521,7 +514,7 @@ export function runCompiledRule(arena: CodeArena, start: number, rule: Rule, ctx
           case JUMP: {
             const id = buf[pc + 2]!;
             if (id >= 0) return arena.jumps[id]!;
-            const stmt = rule.stmts[buf[pc + 1]!] as Extract<Stmt, { kind: 'verdict' }>;
+            const stmt = arena.stmts[buf[pc + 1]!] as Extract<Stmt, { kind: 'verdict' }>;
             const result = resolvedResult(verdictOf(stmt.verdict, stmt.target), ctx);
             const verdict = result.matched ? result.verdict : undefined;
             if ((verdict?.name === 'jump' || verdict?.name === 'goto') && verdict.to) {
@@ -531,8 +524,8 @@ export function runCompiledRule(arena: CodeArena, start: number, rule: Rule, ctx
             return result;
           }
           case NAT: {
-            const stmt = rule.stmts[buf[pc + 1]!] as NatStmt;
-            const verdict = setUpNat(stmt, ctx, { address: natValueOf(buf[pc + 2]!), port: natValueOf(buf[pc + 3]!), at: compiledLoc(arena, start, rule) });
+            const stmt = arena.stmts[buf[pc + 1]!] as NatStmt;
+            const verdict = setUpNat(stmt, ctx, { address: natValueOf(buf[pc + 2]!), port: natValueOf(buf[pc + 3]!), at: compiledLoc(arena, start, ctx) });
             return verdict ? resultOf(verdict) : NO_MATCH;
           }
           case MARK_SET: {
@@ -547,7 +540,7 @@ export function runCompiledRule(arena: CodeArena, start: number, rule: Rule, ctx
             const n = buf[pc + 5]!;
             const key = keyAt(buf, pc + 6, n, buf[pc + 4] === 1, ctx);
             if (key === undefined) return NO_MATCH;
-            const found = findResolved(lookupAt(arena, buf[pc + 3]!, rule, buf[pc + 1]!, ctx), key, ctx) !== undefined;
+            const found = findResolved(lookupAt(arena, buf[pc + 3]!, buf[pc + 1]!, ctx), key, ctx) !== undefined;
             if (found === (buf[pc + 2] === 1)) return NO_MATCH;
             pc += 6 + 3 * n;
             break;
@@ -555,7 +548,7 @@ export function runCompiledRule(arena: CodeArena, start: number, rule: Rule, ctx
           case VMAP: {
             const key = keyAt(buf, pc + 5, buf[pc + 4]!, buf[pc + 3] === 1, ctx);
             if (key === undefined) return NO_MATCH;
-            const element = findResolved(lookupAt(arena, buf[pc + 2]!, rule, buf[pc + 1]!, ctx), key, ctx);
+            const element = findResolved(lookupAt(arena, buf[pc + 2]!, buf[pc + 1]!, ctx), key, ctx);
             const data = element?.data;
             if (!element || !data) return NO_MATCH;
             let result = arena.elementResults.get(element);
@@ -568,7 +561,7 @@ export function runCompiledRule(arena: CodeArena, start: number, rule: Rule, ctx
           }
           default: {
             // EVAL
-            const result = evaluateStmt(rule.stmts[buf[pc + 1]!]!, ctx);
+            const result = evaluateStmt(arena.stmts[buf[pc + 1]!]!, ctx);
             if (result) return result;
             pc += 2;
           }
@@ -576,7 +569,7 @@ export function runCompiledRule(arena: CodeArena, start: number, rule: Rule, ctx
       }
     } catch (error) {
       if (!(error instanceof NotModelled)) throw error;
-      const test = isTest(rule.stmts[buf[pc + 1]!]!);
+      const test = isTest(arena.stmts[buf[pc + 1]!]!);
       reportNotModelled(ctx, error, test);
       if (test) return NO_MATCH;
       pc += lengthOf(buf, pc);

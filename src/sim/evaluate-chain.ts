@@ -37,15 +37,15 @@ interface Frame {
 const INTERPRETED_RUNS = 2;
 
 /** Where the rule at `position` of an indexed chain is compiled, -1 while it is interpreted
- * (ChainIndex.code counts its runs until then). */
-function compiledAt(hooks: HookIndex, index: ChainIndex, position: number, rule: Rule): number {
+ * (ChainIndex.code counts its runs until then). The rule itself is read only to compile it. */
+function compiledAt(hooks: HookIndex, index: ChainIndex, position: number): number {
   const state = index.code[position]!;
   if (state > 0) return state - 1;
   if (-state < INTERPRETED_RUNS) {
     index.code[position] = state - 1;
     return -1;
   }
-  const start = compileRule(rule, hooks.code);
+  const start = compileRule(index.chain.rules[position]!, hooks.code);
   index.code[position] = start + 1;
   return start;
 }
@@ -64,22 +64,26 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   let next = 0;
   for (;;) {
     ctx.chain = chain;
+    // An indexed chain's rule count is its code's: a compiled rule's run reads nothing of the
+    // chain's rules.
+    const count = index ? index.code.length : chain.rules.length;
     if (index) next = findNextRule(index, next, ctx);
-    if (next >= chain.rules.length) {
+    if (next >= count) {
       const caller = stack.pop();
       if (!caller) break;
-      ctx.rule = undefined;
+      ctx.position = -1;
       pushEvent(ctx, entry, 'return', 'continue', index ? (index.loc ??= locOf(chain)) : locOf(chain));
       ({ chain, index, next } = caller);
       continue;
     }
-    const rule = chain.rules[next++]!;
+    const position = next++;
+    ctx.position = position;
     // A rule met often enough is compiled with indexes on; without them, always interpreted.
-    const start = index ? compiledAt(hooks, index, next - 1, rule) : -1;
-    const result: RuleResult = start >= 0 ? runCompiledRule(hooks.code, start, rule, ctx) : evaluateRule(rule, ctx);
+    const start = index ? compiledAt(hooks, index, position) : -1;
+    const result: RuleResult = start >= 0 ? runCompiledRule(hooks.code, start, ctx) : evaluateRule(chain.rules[position]!, ctx);
     if (!result.matched) continue;
     const verdict = result.verdict;
-    pushEvent(ctx, entry, 'rule', verdict.text, start >= 0 ? compiledLoc(hooks.code, start, rule) : locOf(rule));
+    pushEvent(ctx, entry, 'rule', verdict.text, start >= 0 ? compiledLoc(hooks.code, start, ctx) : locOf(chain.rules[position]!));
     switch (verdict.name) {
       case 'continue':
         continue;
@@ -87,7 +91,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
       case 'drop':
       case 'reject':
       case 'queue':
-        return { verdict: verdict.name, by: rule };
+        return { verdict: verdict.name, by: chain.rules[position]! };
       case 'return': {
         // Back to the caller; from the base chain itself, on to its policy.
         ({ chain, index, next } = stack.pop() ?? { chain: base, index: null, next: base.rules.length });
@@ -98,13 +102,13 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
         const to = verdict.to;
         const target = to ? to.chain : chains.get(verdict.target);
         if (!target) {
-          reportUnsupported(ctx, `${verdict.name} to chain ${verdict.target}, which is not in table ${entry.table.family} ${entry.table.name}`, rule);
-          return { verdict: 'unknown', by: rule };
+          reportUnsupported(ctx, `${verdict.name} to chain ${verdict.target}, which is not in table ${entry.table.family} ${entry.table.name}`, chain.rules[position]);
+          return { verdict: 'unknown', by: chain.rules[position]! };
         }
         if (verdict.name === 'jump') {
           if (stack.length >= JUMP_STACK_SIZE) {
-            reportUnsupported(ctx, `jumps nest deeper than ${JUMP_STACK_SIZE}: the kernel refuses such a ruleset`, rule);
-            return { verdict: 'unknown', by: rule };
+            reportUnsupported(ctx, `jumps nest deeper than ${JUMP_STACK_SIZE}: the kernel refuses such a ruleset`, chain.rules[position]);
+            return { verdict: 'unknown', by: chain.rules[position]! };
           }
           stack.push({ chain, index, next });
         }
@@ -120,7 +124,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
     }
   }
   ctx.chain = base;
-  ctx.rule = undefined;
+  ctx.position = -1;
   const policy = base.base?.policy ?? 'accept';
   pushEvent(ctx, entry, 'policy', policy, baseIndex ? (baseIndex.loc ??= locOf(base)) : locOf(base));
   return { verdict: policy, by: base };

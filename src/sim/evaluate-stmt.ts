@@ -10,7 +10,7 @@ import { CT_STATUS, evaluateExpr, literalValue, matchRelational, namedSet, type 
 import { lookupElement } from './lookup-element.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc } from './outcome.js';
-import { NotModelled, locOf, type SimContext } from './sim-context.js';
+import { currentRule, NotModelled, locOf, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
 import { NAT_MANIP } from './pipeline.js';
 
@@ -48,7 +48,7 @@ export function resultOf(verdict: Verdict): RuleResult {
 }
 
 /** Records that nftsim could not model something of the current rule, and what it assumed. */
-export function reportUnsupported(ctx: SimContext, reason: string, at = ctx.rule ?? ctx.chain): void {
+export function reportUnsupported(ctx: SimContext, reason: string, at = currentRule(ctx) ?? ctx.chain): void {
   ctx.uncertain = true;
   ctx.trace.push({
     hook: ctx.hook,
@@ -72,7 +72,7 @@ export function reportUnsupported(ctx: SimContext, reason: string, at = ctx.rule
  * XT_CONTINUE) — the rule matched and is traced — where nft's own `ct mark` expression breaks
  * the rule untraced. */
 function isXtTarget(ctx: SimContext): boolean {
-  return ctx.rule?.origin?.format === 'iptables';
+  return currentRule(ctx)?.origin?.format === 'iptables';
 }
 export function isTest(stmt: Stmt): boolean {
   return stmt.kind === 'match' || stmt.kind === 'vmap' || ((stmt.kind === 'xt' || stmt.kind === 'xt-extension') && stmt.type === 'match');
@@ -81,7 +81,6 @@ export function isTest(stmt: Stmt): boolean {
 /** A rule as nft_do_chain runs its expressions; with indexes on, rules run compiled instead
  * once met (compile-rule.ts runCompiledRule, which does the same). */
 export function evaluateRule(rule: Rule, ctx: SimContext): RuleResult {
-  ctx.rule = rule;
   for (const stmt of rule.stmts) {
     let result: RuleResult | undefined;
     try {
@@ -568,6 +567,6 @@ export function setUpNat(stmt: NatStmt, ctx: SimContext, prepared: PreparedNat |
   ctx.natDone.add(wants);
   // nf_nat_setup_info marks the entry SNAT/DNAT only when the new tuple differs from the old.
   if (changed) ctx.ct.status |= wants === 'dst' ? CT_STATUS.dnat : CT_STATUS.snat;
-  ctx.nat.push({ type: stmt.type, to: formatEndpoint(addressText, portText, family), at: prepared?.at ?? locOf(ctx.rule!) });
+  ctx.nat.push({ type: stmt.type, to: formatEndpoint(addressText, portText, family), at: prepared?.at ?? locOf(currentRule(ctx)!) });
   return PLAIN_RESULTS.accept.verdict;
 }

@@ -126,7 +126,8 @@ export interface SimContext {
   chain: Chain;
   basePriority: number;
   orderDependent: boolean;
-  rule?: Rule;
+  /** The position in `chain` of the rule being evaluated (currentRule), -1 between rules. */
+  position: number;
   /** The last address whose host-side type (local interface, RTN_* type) was looked up, and the
    * answers: a packet asks about its addresses at several hooks, and they change only by being
    * replaced (sim-context.ts localInterfaceAt, evaluate-expr.ts addressTypeAt). */
@@ -134,6 +135,12 @@ export interface SimContext {
   local: HostInterface | undefined;
   typeFor: Address | undefined;
   type: number;
+}
+
+/** The rule being evaluated, read from its chain only when needed: a compiled rule's run does
+ * not touch the rule (a kube-proxy ruleset's rules are mostly cold in memory). */
+export function currentRule(ctx: SimContext): Rule | undefined {
+  return ctx.position >= 0 ? ctx.chain.rules[ctx.position] : undefined;
 }
 
 /** localInterfaceOf for the run's host, remembered for the last address asked about. */
@@ -145,8 +152,8 @@ export function localInterfaceAt(ctx: SimContext, address: Address): HostInterfa
   return ctx.local;
 }
 
-/** A new Loc each call (a compiled rule's events take theirs from its code, compile-rule.ts
- * compiledLoc); a WeakMap over every rule cost more than it saved. */
+/** A new Loc each call (a compiled rule's events share the one compile-rule.ts compiledLoc keeps);
+ * a WeakMap over every rule cost more than it saved. */
 export function locOf(node: { readonly span: { readonly file: string; readonly line: number; readonly column: number }; readonly handle?: number }): Loc {
   const { file, line, column } = node.span;
   return node.handle === undefined ? { file, line, column } : { file, line, column, handle: node.handle };

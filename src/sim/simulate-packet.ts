@@ -225,7 +225,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     chain: undefined as never,
     basePriority: 0,
     orderDependent: false,
-    rule: undefined,
+    position: -1,
     localFor: undefined,
     local: undefined,
     typeFor: undefined,
