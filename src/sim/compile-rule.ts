@@ -1,5 +1,5 @@
-// Rules compiled into numbers, for the rules of indexed chains that packets meet often
-// (evaluate-chain.ts compiles a rule on its third run): each statement becomes one instruction in
+// Rules compiled into numbers, as packets first meet them (evaluate-chain.ts, with indexes on):
+// each statement becomes one instruction in
 // a code buffer shared by the whole ruleset (a Float64Array, which the garbage collector does not
 // scan), and runCompiledRule runs them. A kube-proxy ruleset has hundreds of thousands of rules,
 // most of them met by a few packets only, and cold in memory when they are: what a compiled rule

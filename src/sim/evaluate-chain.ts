@@ -19,9 +19,11 @@ export type ChainVerdict = 'accept' | 'drop' | 'reject' | 'queue' | 'unknown';
 
 export interface ChainResult {
   readonly verdict: ChainVerdict;
-  /** The rule or chain (for the policy) that gave the verdict. */
-  readonly by: Rule | Chain;
+  /** The rule or chain (for the policy) that gave the verdict; absent for a rule's accept. */
+  readonly by: Rule | Chain | undefined;
 }
+
+const ACCEPTED: ChainResult = { verdict: 'accept', by: undefined };
 
 /** Where evaluation is in a chain, with the chain's index (chain-index.ts), if it has one. */
 interface Frame {
@@ -30,21 +32,11 @@ interface Frame {
   readonly next: number;
 }
 
-/** How many times a rule of an indexed chain is interpreted before it is compiled: compiling
- * reads all of a rule and writes its code, more than evaluating it once does, and most rules of a
- * big ruleset are met by a packet or two (the services of a kube-proxy ruleset: with 50,000 of
- * them, 100,000 packets took a third less time than compiling at the first or second run). */
-const INTERPRETED_RUNS = 2;
-
-/** Where the rule at `position` of an indexed chain is compiled, -1 while it is interpreted
- * (ChainIndex.code counts its runs until then). The rule itself is read only to compile it. */
+/** Where the rule at `position` of an indexed chain is compiled, compiling it when first met
+ * (the rule itself is read only then). */
 function compiledAt(hooks: HookIndex, index: ChainIndex, position: number): number {
-  const state = index.code[position]!;
-  if (state > 0) return state - 1;
-  if (-state < INTERPRETED_RUNS) {
-    index.code[position] = state - 1;
-    return -1;
-  }
+  const known = index.code[position]!;
+  if (known > 0) return known - 1;
   const start = compileRule(index.chain.rules[position]!, hooks.code);
   index.code[position] = start + 1;
   return start;
@@ -78,7 +70,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
     }
     const position = next++;
     ctx.position = position;
-    // A rule met often enough is compiled with indexes on; without them, always interpreted.
+    // With indexes on, rules run compiled; without them (the reference), interpreted.
     const start = index ? compiledAt(hooks, index, position) : -1;
     const result: RuleResult = start >= 0 ? runCompiledRule(hooks.code, start, ctx) : evaluateRule(chain.rules[position]!, ctx);
     if (!result.matched) continue;
@@ -91,7 +83,8 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
       case 'drop':
       case 'reject':
       case 'queue':
-        return { verdict: verdict.name, by: chain.rules[position]! };
+        // The rule is read only for an ending: an accept goes on to the next base chain.
+        return verdict.name === 'accept' ? ACCEPTED : { verdict: verdict.name, by: chain.rules[position]! };
       case 'return': {
         // Back to the caller; from the base chain itself, on to its policy.
         ({ chain, index, next } = stack.pop() ?? { chain: base, index: null, next: base.rules.length });
