@@ -6,11 +6,13 @@
 // from the iptables dump (TARGETS), so an nft listing of the same dump gets the same packets.
 //
 //   node bench/measure-simulate.mjs RULESET [--targets DUMP] [--packets 100000] [--seed 1]
-//                                           [--all-branches 2000] [--dist DIR]
+//                                           [--all-branches 2000] [--warm-passes 0] [--dist DIR]
 //
 // `--packets` are simulated with a seed (one outcome per packet, `simulateResolved(…, { seed })`),
 // the first of them alone timed too (it builds the indexes of the chains it meets);
-// `--all-branches` more are simulated listing every random branch (kube-proxy's endpoint choice
+// `--warm-passes` runs the same packets again that many times (`warmPassesPerSecond`, each pass's
+// rate): every chain they meet is indexed and compiled by then, so the first pass's rate against
+// these says what the first meetings cost. `--all-branches` more are simulated listing every random branch (kube-proxy's endpoint choice
 // becomes one outcome per endpoint), which is the default mode of `nftsim run`. `--dist` takes
 // the library from another build directory (`tsc -p tsconfig.build.json --outDir DIR`), so that a
 // change can be measured without rebuilding the shared dist/.
@@ -28,6 +30,7 @@ const { values: args, positionals } = parseArgs({
     packets: { type: 'string', default: '100000' },
     seed: { type: 'string', default: '1' },
     'all-branches': { type: 'string', default: '2000' },
+    'warm-passes': { type: 'string', default: '0' },
     dist: { type: 'string' },
   },
 });
@@ -88,6 +91,14 @@ for (let i = 0; i < packetCount; i++) {
 const simMs = performance.now() - simStart;
 const cpu = process.cpuUsage(cpuStart);
 
+/** @type {number[]} */
+const warmPassesPerSecond = [];
+for (let pass = 0; pass < Number(args['warm-passes']); pass++) {
+  const start = performance.now();
+  for (let i = 0; i < packetCount; i++) simulateResolved(ruleset, nodeHost, packets[i].packet, { seed: i });
+  warmPassesPerSecond.push(packetCount / ((performance.now() - start) / 1000));
+}
+
 let outcomes = 0;
 const branchStart = performance.now();
 for (let i = packetCount; i < packets.length; i++) outcomes += simulateResolved(ruleset, nodeHost, packets[i].packet).length;
@@ -106,6 +117,7 @@ console.log(JSON.stringify({
   // Without the first packet, which builds the indexes of the chains it meets.
   steadyPacketsPerSecond: (packetCount - 1) / ((simMs - firstPacketMs) / 1000),
   firstPacketMs,
+  warmPassesPerSecond,
   kinds,
   dispositions,
   uncertain,

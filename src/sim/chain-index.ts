@@ -27,7 +27,7 @@ import { evaluateExpr, literalValue, type RtValue } from './evaluate-expr.js';
 import { fieldRefOf, readField, type FieldRef } from './packet-field.js';
 import type { RuleResult } from './evaluate-stmt.js';
 import type { HookIndex } from './pipeline.js';
-import type { Loc } from './outcome.js';
+import type { Loc, TraceEvent } from './outcome.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
 let indexesOn = true;
@@ -92,6 +92,10 @@ export interface ChainIndex {
   readonly code: Int32Array;
   /** The chain's location (its policy and return events), made when first needed. */
   loc: Loc | undefined;
+  /** The chain's last return and (for a base chain) policy events, shared with the next packet
+   * that makes the same one (evaluate-chain.ts). */
+  returned: TraceEvent | undefined;
+  policy: TraceEvent | undefined;
   /** The results of the compiled jumps and gotos to this chain (compile-rule.ts), one each,
    * made when a packet first takes one. */
   jump: RuleResult | undefined;
@@ -260,7 +264,7 @@ const NO_RUNS: readonly IndexedRun[] = [];
 
 function buildChainIndex(chain: Chain): ChainIndex {
   const rules = chain.rules;
-  if (rules.length < MIN_RUN) return { chain, runAt: null, runs: NO_RUNS, code: new Int32Array(rules.length), loc: undefined, jump: undefined, goto: undefined };
+  if (rules.length < MIN_RUN) return { chain, runAt: null, runs: NO_RUNS, code: new Int32Array(rules.length), loc: undefined, returned: undefined, policy: undefined, jump: undefined, goto: undefined };
   const runAt = new Int32Array(rules.length).fill(-1);
   const runs: IndexedRun[] = [];
   let start = 0;
@@ -283,7 +287,7 @@ function buildChainIndex(chain: Chain): ChainIndex {
       start = Math.max(end, start + 1);
     }
   }
-  return { chain, runAt: runs.length > 0 ? runAt : null, runs, code: new Int32Array(rules.length), loc: undefined, jump: undefined, goto: undefined };
+  return { chain, runAt: runs.length > 0 ? runAt : null, runs, code: new Int32Array(rules.length), loc: undefined, returned: undefined, policy: undefined, jump: undefined, goto: undefined };
 }
 
 /** Whether a rule's tests give each field the type the run has for it, checked test by test, so

@@ -40,7 +40,7 @@ import { builtChainIndex } from './chain-index.js';
 import { findResolved, resolveLookup, type ResolvedLookup } from './lookup-element.js';
 import { applyOp, constantOf, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
 import type { CtStateName } from './packet.js';
-import type { Loc } from './outcome.js';
+import type { Loc, TraceEvent } from './outcome.js';
 import { currentRule, locOf, NotModelled, type SimContext } from './sim-context.js';
 
 /** The code of every compiled rule of one ruleset, appended as rules are compiled. A rule's code
@@ -51,6 +51,9 @@ export interface CodeArena {
   length: number;
   /** The locations of the compiled rules that matched, by their header's number. */
   readonly locs: Loc[];
+  /** The last trace event of each of those rules, by the same number (evaluate-chain.ts shares
+   * it with the next packet that makes the same event). */
+  readonly events: (TraceEvent | undefined)[];
   /** The statements the instructions stand for, by the instructions' statement number: what an
    * instruction reads of its statement is there, without the rule (cold in memory) in between. */
   readonly stmts: Stmt[];
@@ -64,21 +67,26 @@ export interface CodeArena {
 }
 
 export function createCodeArena(): CodeArena {
-  return { buf: new Float64Array(4096), length: 0, locs: [], stmts: [], jumps: [], elementResults: new Map(), sets: [] };
+  return { buf: new Float64Array(4096), length: 0, locs: [], events: [], stmts: [], jumps: [], elementResults: new Map(), sets: [] };
 }
 
 /** [location number (-1: not made yet)]: before a rule's instructions. */
 const HEADER = 1;
 
-/** The location of the current rule (ctx), compiled at `start`: one object per rule, shared by
- * its events (a Loc is never changed once made). */
-export function compiledLoc(arena: CodeArena, start: number, ctx: SimContext): Loc {
-  const id = arena.buf[start]!;
-  if (id >= 0) return arena.locs[id]!;
-  const loc = locOf(currentRule(ctx)!);
-  arena.buf[start] = arena.locs.length;
-  arena.locs.push(loc);
-  return loc;
+/** The number of the current rule's (ctx) location in `locs`, compiled at `start`: one object
+ * per rule, shared by its events (a Loc is never changed once made). */
+export function compiledLocId(arena: CodeArena, start: number, ctx: SimContext): number {
+  const known = arena.buf[start]!;
+  if (known >= 0) return known;
+  const id = arena.locs.length;
+  arena.locs.push(locOf(currentRule(ctx)!));
+  arena.events.push(undefined);
+  arena.buf[start] = id;
+  return id;
+}
+
+function compiledLoc(arena: CodeArena, start: number, ctx: SimContext): Loc {
+  return arena.locs[compiledLocId(arena, start, ctx)]!;
 }
 
 /** The result of a verdict, a jump or goto with its target resolved in the table being

@@ -4,7 +4,7 @@
 
 import type { Chain, Rule } from '../model/ast.js';
 import { chainIndexOf, findNextRule, type ChainIndex } from './chain-index.js';
-import { compiledLoc, compileRule, runCompiledRule } from './compile-rule.js';
+import { compiledLocId, compileRule, runCompiledRule } from './compile-rule.js';
 import { evaluateRule, reportUnsupported, type RuleResult } from './evaluate-stmt.js';
 import { formatMark, type TraceEvent, type Loc } from './outcome.js';
 import type { HookEntry, HookIndex } from './pipeline.js';
@@ -25,12 +25,12 @@ export interface ChainResult {
 
 const ACCEPTED: ChainResult = { verdict: 'accept', by: undefined };
 
-/** Where evaluation is in a chain, with the chain's index (chain-index.ts), if it has one. */
-interface Frame {
-  readonly chain: Chain;
-  readonly index: ChainIndex | null;
-  readonly next: number;
-}
+// The jump stack, one for every run: a base chain's evaluation never nests in another's, so
+// each call uses it from depth 0 (a stack and a frame object per base chain were a tenth of what
+// a packet allocated).
+const stackChains: Chain[] = [];
+const stackIndexes: (ChainIndex | null)[] = [];
+const stackNext: number[] = [];
 
 /** Where the rule at `position` of an indexed chain is compiled, compiling it when first met
  * (the rule itself is read only then). */
@@ -48,8 +48,9 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   ctx.basePriority = entry.priority;
   ctx.orderDependent = entry.orderDependent;
   const hooks = ctx.index;
+  const arena = hooks.code;
   const chains = hooks.chains.get(entry.table)!;
-  const stack: Frame[] = [];
+  let depth = 0;
   let chain = base;
   const baseIndex = chainIndexOf(hooks, base);
   let index = baseIndex;
@@ -61,21 +62,27 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
     const count = index ? index.code.length : chain.rules.length;
     if (index) next = findNextRule(index, next, ctx);
     if (next >= count) {
-      const caller = stack.pop();
-      if (!caller) break;
+      if (depth === 0) break;
       ctx.position = -1;
-      pushEvent(ctx, entry, 'return', 'continue', index ? (index.loc ??= locOf(chain)) : locOf(chain));
-      ({ chain, index, next } = caller);
+      if (index) ctx.trace.push((index.returned = eventOf(index.returned, ctx, entry, 'return', 'continue', (index.loc ??= locOf(chain)))));
+      else ctx.trace.push(eventOf(undefined, ctx, entry, 'return', 'continue', locOf(chain)));
+      depth--;
+      chain = stackChains[depth]!;
+      index = stackIndexes[depth]!;
+      next = stackNext[depth]!;
       continue;
     }
     const position = next++;
     ctx.position = position;
     // With indexes on, rules run compiled; without them (the reference), interpreted.
     const start = index ? compiledAt(hooks, index, position) : -1;
-    const result: RuleResult = start >= 0 ? runCompiledRule(hooks.code, start, ctx) : evaluateRule(chain.rules[position]!, ctx);
+    const result: RuleResult = start >= 0 ? runCompiledRule(arena, start, ctx) : evaluateRule(chain.rules[position]!, ctx);
     if (!result.matched) continue;
     const verdict = result.verdict;
-    pushEvent(ctx, entry, 'rule', verdict.text, start >= 0 ? compiledLoc(hooks.code, start, ctx) : locOf(chain.rules[position]!));
+    if (start >= 0) {
+      const id = compiledLocId(arena, start, ctx);
+      ctx.trace.push((arena.events[id] = eventOf(arena.events[id], ctx, entry, 'rule', verdict.text, arena.locs[id]!)));
+    } else ctx.trace.push(eventOf(undefined, ctx, entry, 'rule', verdict.text, locOf(chain.rules[position]!)));
     switch (verdict.name) {
       case 'continue':
         continue;
@@ -87,7 +94,16 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
         return verdict.name === 'accept' ? ACCEPTED : { verdict: verdict.name, by: chain.rules[position]! };
       case 'return': {
         // Back to the caller; from the base chain itself, on to its policy.
-        ({ chain, index, next } = stack.pop() ?? { chain: base, index: null, next: base.rules.length });
+        if (depth === 0) {
+          chain = base;
+          index = null;
+          next = base.rules.length;
+        } else {
+          depth--;
+          chain = stackChains[depth]!;
+          index = stackIndexes[depth]!;
+          next = stackNext[depth]!;
+        }
         continue;
       }
       case 'jump':
@@ -99,11 +115,14 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
           return { verdict: 'unknown', by: chain.rules[position]! };
         }
         if (verdict.name === 'jump') {
-          if (stack.length >= JUMP_STACK_SIZE) {
+          if (depth >= JUMP_STACK_SIZE) {
             reportUnsupported(ctx, `jumps nest deeper than ${JUMP_STACK_SIZE}: the kernel refuses such a ruleset`, chain.rules[position]);
             return { verdict: 'unknown', by: chain.rules[position]! };
           }
-          stack.push({ chain, index, next });
+          stackChains[depth] = chain;
+          stackIndexes[depth] = index;
+          stackNext[depth] = next;
+          depth++;
         }
         chain = target;
         index = to ?? chainIndexOf(hooks, target);
@@ -119,19 +138,34 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   ctx.chain = base;
   ctx.position = -1;
   const policy = base.base?.policy ?? 'accept';
-  pushEvent(ctx, entry, 'policy', policy, baseIndex ? (baseIndex.loc ??= locOf(base)) : locOf(base));
-  return { verdict: policy, by: base };
+  if (baseIndex) ctx.trace.push((baseIndex.policy = eventOf(baseIndex.policy, ctx, entry, 'policy', policy, (baseIndex.loc ??= locOf(base)))));
+  else ctx.trace.push(eventOf(undefined, ctx, entry, 'policy', policy, locOf(base)));
+  return policy === 'accept' ? ACCEPTED : { verdict: policy, by: base };
 }
 
 // The mark changes seldom along a packet's way: its text is made once per value.
 let lastMark = 0;
 let lastMarkText = formatMark(0);
 
-function pushEvent(ctx: SimContext, entry: HookEntry, kind: TraceEvent['kind'], verdict: string, at: Loc): void {
+/** The trace event of the current rule or chain: `known` (the last one made there) when it is the
+ * same, else a new one. Events are never changed once made, and most packets through a rule make
+ * the same one; `at` (one Loc per rule or chain) stands for the family, table and chain. */
+function eventOf(known: TraceEvent | undefined, ctx: SimContext, entry: HookEntry, kind: TraceEvent['kind'], verdict: string, at: Loc): TraceEvent {
   const mark = ctx.pkt.mark;
   if (mark !== lastMark) {
     lastMark = mark;
     lastMarkText = formatMark(mark);
+  }
+  if (
+    known !== undefined &&
+    known.at === at &&
+    known.mark === lastMarkText &&
+    known.verdict === verdict &&
+    known.hook === ctx.hook &&
+    known.priority === entry.priority &&
+    (known.orderDependent === true) === entry.orderDependent
+  ) {
+    return known;
   }
   const event: TraceEvent = {
     hook: ctx.hook,
@@ -144,5 +178,5 @@ function pushEvent(ctx: SimContext, entry: HookEntry, kind: TraceEvent['kind'], 
     mark: lastMarkText,
     at,
   };
-  ctx.trace.push(entry.orderDependent ? { ...event, orderDependent: true } : event);
+  return entry.orderDependent ? { ...event, orderDependent: true } : event;
 }

@@ -102,14 +102,17 @@ export function enumerateBranches<T>(options: SimulateOptions, run: (choose: Cho
     let probability = 1;
     const choose: Chooser = (weights) => {
       let r = random();
-      for (const [i, w] of weights.entries()) {
-        if (r < w || i === weights.length - 1) {
+      const last = weights.length - 1;
+      for (let i = 0; i < last; i++) {
+        const w = weights[i]!;
+        if (r < w) {
           probability *= w;
           return i;
         }
         r -= w;
       }
-      return weights.length - 1;
+      probability *= weights[last]!;
+      return last;
     };
     const value = run(choose);
     return [{ probability, value }];
