@@ -88,7 +88,7 @@ export interface ChainIndex {
   readonly runAt: Int32Array | null;
   readonly runs: readonly IndexedRun[];
   /** By rule position, 1 + the offset of the rule's code in the ruleset's code arena
-   * (compile-rule.ts) once it is compiled, 0 until then. */
+   * (compile-rule.ts) once it is compiled; until then, minus the times it was interpreted. */
   readonly code: Int32Array;
   /** The chain's location (its policy and return events), made when first needed. */
   loc: Loc | undefined;
@@ -102,24 +102,32 @@ export interface ChainIndex {
   goto: RuleResult | undefined;
 }
 
+/** How many times a packet enters a chain too short to index before it gets an index (and its
+ * rules the compiling that goes with it): most chains of a big ruleset are entered by a packet or
+ * two, and an index is new memory for each. */
+const COLD_ENTRIES = 1;
+
 /** The index of a chain a packet enters (built once per chain of the ruleset `hooks` indexes);
- * null when indexes are off. Every chain entered gets one, short or long: its rules are compiled
- * as they are first met, which with the compiled rules' speed costs less than interpreting a
- * rule even once or twice first (bench packets through 10,000 services: 77k rather than 62k
- * packets/s, 50,000 services: 45k rather than 29k). */
+ * null when indexes are off, or for a short chain the first COLD_ENTRIES times (its rules are
+ * interpreted then, as without indexes). */
 export function chainIndexOf(hooks: HookIndex, chain: Chain): ChainIndex | null {
   if (!indexesOn) return null;
-  let index = hooks.chainIndexes.get(chain);
-  if (!index) {
-    index = buildChainIndex(chain);
-    hooks.chainIndexes.set(chain, index);
+  const known = hooks.chainIndexes.get(chain);
+  if (typeof known === 'object') return known;
+  const entries = known ?? 0;
+  if (chain.rules.length < MIN_RUN && entries < COLD_ENTRIES) {
+    hooks.chainIndexes.set(chain, entries + 1);
+    return null;
   }
+  const index = buildChainIndex(chain);
+  hooks.chainIndexes.set(chain, index);
   return index;
 }
 
 /** The chain's index if it has one already (a compiled jump resolves its target with it). */
 export function builtChainIndex(hooks: HookIndex, chain: Chain): ChainIndex | undefined {
-  return hooks.chainIndexes.get(chain);
+  const known = hooks.chainIndexes.get(chain);
+  return typeof known === 'object' ? known : undefined;
 }
 
 /** The position of the first rule from `from` on that the packet may match, as the chain's rules

@@ -1,4 +1,4 @@
-// Rules compiled into numbers, as packets first meet them (evaluate-chain.ts, with indexes on):
+// Rules compiled into numbers, as packets meet them again (evaluate-chain.ts, with indexes on):
 // each statement becomes one instruction in
 // a code buffer shared by the whole ruleset (a Float64Array, which the garbage collector does not
 // scan), and runCompiledRule runs them. A kube-proxy ruleset has hundreds of thousands of rules,

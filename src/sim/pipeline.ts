@@ -175,8 +175,9 @@ export interface HookIndex {
   readonly nat: ReadonlySet<AddressFamily>;
   /** chainsAt's answers, computed once per hook, family and (for ingress) device. */
   readonly ordered: Map<Hook, Map<string, readonly HookEntry[]>>;
-  /** The chains' indexes, made as packets enter them (chain-index.ts chainIndexOf). */
-  readonly chainIndexes: Map<Chain, ChainIndex>;
+  /** The chains' indexes, made as packets meet them, or how many times a packet entered a
+   * chain that has none yet (chain-index.ts chainIndexOf). */
+  readonly chainIndexes: Map<Chain, ChainIndex | number>;
   /** The compiled rules' code (compile-rule.ts). */
   readonly code: CodeArena;
 }

@@ -22,9 +22,8 @@ const HOST: HostInput = {
   routes: [{ dst: 'default', via: '192.168.0.1', dev: 'eth0' }],
 };
 
-/** Both ways, every outcome in full (trace, marks, NAT); indexed several times: the first run
- * compiles the rules it meets (src/sim/compile-rule.ts), the later ones run them with their jumps
- * and sets resolved. */
+/** Both ways, every outcome in full (trace, marks, NAT); indexed several times, the later ones
+ * with the rules met before compiled (src/sim/compile-rule.ts compiles a rule on its second run). */
 function expectSameOutcomes(ruleset: Ruleset, packet: PacketInput): void {
   const scanned = withoutIndexes(() => simulatePacket(ruleset, { host: HOST, packet }));
   for (let run = 0; run < 4; run++) expect(simulatePacket(ruleset, { host: HOST, packet })).toEqual(scanned);
