@@ -5,7 +5,7 @@ import { formatAddress } from './address.js';
 import { ConntrackTable, IPS, invertTuple, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint } from './evaluate-stmt.js';
-import { readHost, lookupRoute, type Host, type HostInput } from './host.js';
+import { localInterfaceOf, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { protocolName, readPacket, type Packet, type PacketInput } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
@@ -420,6 +420,8 @@ function endingOf(result: ChainResult): Ending {
 function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   const early = runHook(ctx, 'ingress') ?? runHook(ctx, 'prerouting');
   if (early) return early;
+  const martian = martianSource(ctx);
+  if (martian) return { disposition: 'dropped', verdict: 'drop', reason: martian };
   const dst = ctx.pkt.dst;
   if (localInterfaceAt(ctx, dst)) {
     const input = runHook(ctx, 'input');
@@ -440,6 +442,19 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   if (out) return out;
   confirm(ctx);
   return { disposition: 'forwarded', verdict: 'accept' };
+}
+
+/** Why the IPv4 routing decision drops a received packet for its source (ip_route_input_slow):
+ * 0.0.0.0/8 and 127.0.0.0/8 (route_localnet off) are martian, and so is one of the host's own
+ * addresses (fib_validate_source: inet_lookup_ifaddr_rcu finds it, rp_filter and accept_local
+ * off, as in a new namespace). A packet coming back in through lo keeps the route it left with. */
+function martianSource(ctx: SimContext): string | undefined {
+  const src = ctx.pkt.src;
+  if (src.family !== 'ip' || ctx.iif === 'lo') return undefined;
+  const octet = Number(src.n >> 24n);
+  if (octet === 0 || octet === 127) return `martian source ${formatAddress(src)} (a ${octet === 0 ? '0.0.0.0/8' : 'loopback'} address arriving on ${ctx.iif})`;
+  if (localInterfaceOf(ctx.host, src)) return `martian source ${formatAddress(src)} (the host's own address arriving on ${ctx.iif})`;
+  return undefined;
 }
 
 /** A locally generated packet: routed first (the socket's route), output, re-routed when output

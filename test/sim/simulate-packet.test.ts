@@ -33,6 +33,24 @@ describe('paths and the routing decision', () => {
     expect(o.decidedBy).toBeUndefined();
   });
 
+  // ip_route_input_slow: a source in 0.0.0.0/8 or 127.0.0.0/8 is martian, and fib_validate_source
+  // refuses one of the host's own addresses (rp_filter and accept_local off); prerouting has run
+  // by then. IPv6 routing has no such check. (Kernel rows: test/kernel/differential.test.ts.)
+  it.each([
+    ['eth0\'s own address, forwarded', { iif: 'eth0', src: '192.0.2.10', dst: '10.244.1.5' }, "martian source 192.0.2.10 (the host's own address arriving on eth0)"],
+    ['another interface\'s address, to the host', { iif: 'eth0', src: '100.64.1.1', dst: '192.0.2.10' }, "martian source 100.64.1.1 (the host's own address arriving on eth0)"],
+    ['a loopback address', { iif: 'eth0', src: '127.0.0.5', dst: '10.244.1.5' }, 'martian source 127.0.0.5 (a loopback address arriving on eth0)'],
+    ['an address in 0.0.0.0/8', { iif: 'wt0', src: '0.1.2.3', dst: '192.0.2.10' }, 'martian source 0.1.2.3 (a 0.0.0.0/8 address arriving on wt0)'],
+  ] as const)('a martian source is dropped by routing after prerouting: %s', (_name, packet, reason) => {
+    const o = simulateOne(chain('ip', 't', 'pre', 'type filter hook prerouting priority 0;', '\t\tmeta mark set 1'), packet);
+    expect(o).toMatchObject({ disposition: 'dropped', verdict: 'drop', reason, mark: '0x00000001' });
+    expect(steps(o)).toEqual(['t pre rule continue', 't pre policy accept']);
+  });
+
+  it('an IPv6 packet with the host\'s own address as source is routed as any other', () => {
+    expect(simulateOne('', { iif: 'eth0', src: '2001:db8::10', dst: '2001:db8::99' })).toMatchObject({ disposition: 'forwarded', oif: 'eth0' });
+  });
+
   // ip_forward / ip6_forward decrement the TTL (hop limit) before NF_INET_FORWARD, and drop a
   // packet whose TTL would expire with a time exceeded error; input sees the TTL as received.
   it.each([
