@@ -21,6 +21,10 @@ export interface DiffOptions {
   /** The user's probes (a scenario file's packets), compared beside the derived ones. */
   readonly scenarioPackets?: readonly { readonly name: string; readonly packet: PacketInput }[];
   readonly maxProbesPerReason?: number;
+  /** Simulate every probe on both sides, without leaving out those that cannot meet a change
+   * (reach-changes.ts) or that met none on the BEFORE side: slower, the same result; what the
+   * pruning is checked against (test/diff/diff-pruning.test.ts). */
+  readonly exhaustive?: boolean;
 }
 
 /** One side's outcomes, as `nftsim run --json` prints them, and its reply's. */
@@ -96,13 +100,13 @@ export function diffRulesets(snapshots: readonly [Snapshot, Snapshot], rulesets:
   let unfit = 0;
   for (const probe of probes) {
     // Not simulated at all: its way on both sides meets only identical rules (reach-changes.ts).
-    if (!mayReachChange(probe.packet)) {
+    if (!options.exhaustive && !mayReachChange(probe.packet)) {
       unreached++;
       continue;
     }
     const b = runProbe(sides[0], host, probe.packet);
     let a: ProbeRun | undefined;
-    if (b && isUntouched(b, changedChains, changedHooks)) {
+    if (b && !options.exhaustive && isUntouched(b, changedChains, changedHooks)) {
       reused++;
       continue;
     }
