@@ -28,6 +28,7 @@ interface DiffCommandOptions {
   readonly failOn: Severity;
   readonly probesReport?: boolean;
   readonly maxProbes?: string;
+  readonly exhaustive?: boolean;
 }
 
 export function addDiffCommand(program: Command, io: Io, setExit: (code: number) => void): void {
@@ -44,6 +45,7 @@ export function addDiffCommand(program: Command, io: Io, setExit: (code: number)
     .addOption(new Option('--fail-on <level>', 'exit 1 when a changed flow, new finding or structural change is at least this severe').choices(['error', 'warning', 'info']).default('error'))
     .option('--probes-report', 'print how many probes were derived, and why')
     .option('--max-probes <n>', 'at most this many probes per reason (default 5000)')
+    .option('--exhaustive', 'simulate every probe on both sides, also those that cannot meet a change (slower, the same result)')
     .action((before: string | undefined, after: string | undefined, opts: DiffCommandOptions) => {
       setExit(diffCommand(before, after, opts, io));
     });
@@ -96,7 +98,7 @@ function diffCommand(beforeArg: string | undefined, afterArg: string | undefined
   diagnostics.length = 0;
 
   for (const s of [before, after]) for (const source of s.sources) sources.set(source.file, source.text);
-  const options: DiffOptions = { scenarioPackets, ...(maxProbes !== undefined && { maxProbesPerReason: maxProbes }) };
+  const options: DiffOptions = { scenarioPackets, exhaustive: opts.exhaustive === true, ...(maxProbes !== undefined && { maxProbesPerReason: maxProbes }) };
   const { diff, diagnostics: parsed } = diffSnapshots(before, after, options);
   diagnostics.push(...parsed.filter((d) => d.severity !== 'info'));
   if (report() || !diff) return 2;

@@ -42,6 +42,17 @@ describe('nftsim diff', () => {
     expect((json.probes as { count: number }).count).toBeGreaterThan(0);
   });
 
+  it('reports the same changed flows with --exhaustive, every probe simulated on both sides', async () => {
+    const changed = (out: string) => (JSON.parse(out) as { changedFlows: unknown[] }).changedFlows;
+    const pruned = await diff([BEFORE, AFTER, '--format', 'json']);
+    const all = await diff([BEFORE, AFTER, '--format', 'json', '--exhaustive']);
+    expect(all.code).toBe(1);
+    expect(changed(all.out)).toEqual(changed(pruned.out));
+    const probes = (out: string) => (JSON.parse(out) as { probes: { unreached: number; reused: number } }).probes;
+    expect(probes(pruned.out).unreached + probes(pruned.out).reused).toBeGreaterThan(0);
+    expect(probes(all.out)).toMatchObject({ unreached: 0, reused: 0 });
+  });
+
   it('exits 0 and reports nothing when both sides are the same snapshot', async () => {
     const { code, out } = await diff([AFTER, AFTER]);
     expect(code).toBe(0);
