@@ -305,6 +305,22 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: regressions foun
   }
 }
 `);
+  // Marks the packet at prerouting, input and forward: the trace shows how far it got.
+  const markEachHook = nft(`table inet f {
+  chain pre {
+    type filter hook prerouting priority 0; policy accept;
+    meta mark set 0x1
+  }
+  chain in {
+    type filter hook input priority 0; policy accept;
+    meta mark set mark or 0x2
+  }
+  chain fw {
+    type filter hook forward priority 0; policy accept;
+    meta mark set mark or 0x4
+  }
+}
+`);
   it.each([
     {
       // The lowering of --tcp-flags is `tcp flags & (syn | rst | ack) == syn`, a flag list as
@@ -441,19 +457,19 @@ COMMIT
       // namespace's defaults), a received packet whose source is one of the host's own addresses
       // is a martian and dropped by routing, after prerouting. nftsim forwarded it.
       name: 'a packet arriving with the host\'s own address as source is dropped after prerouting (martian)',
-      rulesets: [nft('table inet f {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    meta mark set 0x1\n  }\n  chain in {\n    type filter hook input priority 0; policy accept;\n    meta mark set mark or 0x2\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    meta mark set mark or 0x4\n  }\n}\n')],
+      rulesets: [markEachHook],
       packet: { iif: 'eth0', src: '192.0.2.10', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' },
     },
     {
       // Likewise to a local address: the address of another interface is the host's too.
       name: 'a packet to the host with another interface\'s address as source is dropped (martian)',
-      rulesets: [nft('table inet f {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    meta mark set 0x1\n  }\n  chain in {\n    type filter hook input priority 0; policy accept;\n    meta mark set mark or 0x2\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    meta mark set mark or 0x4\n  }\n}\n')],
+      rulesets: [markEachHook],
       packet: { iif: 'eth0', src: '198.51.100.10', dst: '192.0.2.10', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' },
     },
     {
       // IPv6 routing has no such check (ip6_route_input): the packet is forwarded.
       name: 'an IPv6 packet with the host\'s own address as source is forwarded (no martian check)',
-      rulesets: [nft('table inet f {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    meta mark set 0x1\n  }\n  chain in {\n    type filter hook input priority 0; policy accept;\n    meta mark set mark or 0x2\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    meta mark set mark or 0x4\n  }\n}\n')],
+      rulesets: [markEachHook],
       packet: { iif: 'eth0', src: '2001:db8:1::10', dst: '2001:db8:2::20', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' },
     },
   ] as const)('$name', async ({ rulesets, packet }) => {
