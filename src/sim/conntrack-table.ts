@@ -22,7 +22,7 @@ export interface CtTuple {
 
 /** ct status bits nftsim maintains (include/uapi/linux/netfilter/nf_conntrack_common.h IPS_*).
  * ASSURED and the NAT_DONE bits are not modelled. */
-export const IPS = { seenReply: 0x02, confirmed: 0x08, srcNat: 0x10, dstNat: 0x20 } as const;
+export const IPS = { seenReply: 0x02, confirmed: 0x08, srcNat: 0x10, dstNat: 0x20, srcNatDone: 0x80, dstNatDone: 0x100 } as const;
 
 /** The bits `ct state` reads (include/uapi/linux/netfilter/nf_conntrack_common.h
  * NF_CT_STATE_INVALID_BIT, NF_CT_STATE_BIT(IP_CT_ESTABLISHED / RELATED / NEW),
@@ -30,6 +30,13 @@ export const IPS = { seenReply: 0x02, confirmed: 0x08, srcNat: 0x10, dstNat: 0x2
 export const CT_STATE_BITS: Readonly<Record<CtStateName, number>> = { invalid: 0x01, established: 0x02, related: 0x04, new: 0x08, untracked: 0x40 };
 
 export type NatManip = 'src' | 'dst';
+
+/** ct->status as `ct status` reads it: the bits kept, and the NAT_DONE bit of each manipulation
+ * set up so far (nf_nat_setup_info sets IPS_SRC_NAT_DONE / IPS_DST_NAT_DONE, for a null binding
+ * too), which nftsim keeps as the packet's set of manipulations done. */
+export function ctStatusOf(status: number, natDone: ReadonlySet<NatManip>): number {
+  return status | (natDone.has('src') ? IPS.srcNatDone : 0) | (natDone.has('dst') ? IPS.dstNatDone : 0);
+}
 
 export interface CtEntry {
   readonly original: CtTuple;

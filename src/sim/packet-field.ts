@@ -7,7 +7,7 @@
 
 import type { Expr, Literal } from '../model/ast.js';
 import { datatypeOf } from '../model/datatypes.js';
-import { CT_STATE_BITS } from './conntrack-table.js';
+import { CT_STATE_BITS, ctStatusOf } from './conntrack-table.js';
 import { fibFlagBits, fibTypeOf, literalValue, packetType, type RtValue } from './evaluate-expr.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
 import { NotModelled, type SimContext } from './sim-context.js';
@@ -144,7 +144,7 @@ export function readField(ctx: SimContext, field: number, arg: number, arg2: num
     case FIELD.ctMark:
       return isTracked(ctx) ? ctx.ct.mark : -1;
     case FIELD.ctStatus:
-      return isTracked(ctx) ? ctx.ct.status : -1;
+      return isTracked(ctx) ? ctStatusOf(ctx.ct.status, ctx.natDone) : -1;
     case FIELD.ctDirection:
       return isTracked(ctx) ? ctx.ct.direction : -1;
     case FIELD.ctZone:

@@ -251,10 +251,20 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
   const natSlot = NAT_HOOK_PRIORITY[hook];
   const manip = NAT_MANIP[hook];
   let natHookReached = false;
+  let natHookPassed = false;
+  // The NAT hook ran without a mapping: nf_nat_inet_fn sets up a null binding, so the
+  // manipulation counts as done for later hooks of the connection (nf_nat_alloc_null_binding), and
+  // its NAT_DONE status bit is set for the chains after the NAT hook's priority. The hook runs
+  // wherever the family has a nat chain at any hook (nf_nat_register_fn).
+  const passNatHook = (): void => {
+    natHookPassed = true;
+    if ((natHookReached || ctx.index.nat.has(ctx.family)) && manip && ctx.ctAttached && isTrackedState(ctx)) ctx.natDone.add(manip);
+  };
   for (const entry of chainsAt(ctx.index, hook, ctx.family, ctx.iif)) {
     const isNat = entry.chain.base?.type === 'nat';
     const slot = isNat && natSlot !== undefined ? natSlot : entry.priority;
     if (conntrackAt !== undefined && slot > conntrackAt && !ctx.ctAttached) attachConntrack(ctx, tracked);
+    if (natSlot !== undefined && slot > natSlot && !natHookPassed) passNatHook();
     if (isNat && manip && !natHookReached) {
       natHookReached = true;
       applyMapping(ctx, manip);
@@ -269,10 +279,7 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
     return endingOf(result);
   }
   if (conntrackAt !== undefined && !ctx.ctAttached) attachConntrack(ctx, tracked);
-  // The NAT hook ran without a mapping: nf_nat_inet_fn sets up a null binding, so the
-  // manipulation counts as done for later hooks of the connection (nf_nat_alloc_null_binding).
-  // The hook runs wherever the family has a nat chain at any hook (nf_nat_register_fn).
-  if ((natHookReached || ctx.index.nat.has(ctx.family)) && manip && ctx.ctAttached && isTrackedState(ctx)) ctx.natDone.add(manip);
+  if (!natHookPassed) passNatHook();
   return undefined;
 }
 

@@ -79,6 +79,8 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   fc.constantFrom('0x0', '0x7', '0x4000').map((m) => ({ text: `ct mark ${m}` })),
   fc.constantFrom('new', 'established', 'invalid', 'new,established', 'untracked').map((s) => ({ text: `ct state ${s}` })),
   fc.constantFrom('dnat', 'snat').map((s) => ({ text: `ct status ${s}` })),
+  // IPS_SRC_NAT_DONE, IPS_DST_NAT_DONE: set as each NAT hook is passed (nf_nat_setup_info).
+  fc.constantFrom('0x80', '0x100', '0x180').map((b) => ({ text: `ct status & ${b} == ${b}` })),
   fc.constant({ text: 'ct zone 1' }),
   fc.constantFrom('eth0', 'eth1').map((i) => ({ text: `iifname "${i}"` })),
   fc.constantFrom('eth0', 'eth1').map((i) => ({ text: `oifname "${i}"` })),
