@@ -51,6 +51,20 @@ describe('paths and the routing decision', () => {
     expect(simulateOne('', { iif: 'eth0', src: '2001:db8::10', dst: '2001:db8::99' })).toMatchObject({ disposition: 'forwarded', oif: 'eth0' });
   });
 
+  // nf_nat_setup_info sets IPS_DST_NAT_DONE (0x100) / IPS_SRC_NAT_DONE (0x80) for each mapping,
+  // the null binding of a NAT hook without one too, at the NAT hook's priority.
+  it.each([
+    ['before the prerouting NAT hook', 'prerouting', -150, '0x0'],
+    ['after the prerouting NAT hook', 'prerouting', -50, '0x100'],
+    ['at forward', 'forward', 0, '0x100'],
+    ['before the postrouting NAT hook', 'postrouting', 50, '0x100'],
+    ['after the postrouting NAT hook', 'postrouting', 150, '0x180'],
+  ])('ct status NAT_DONE bits %s', (_name, hook, priority, bits) => {
+    const nat = 'table ip n {\n\tchain pre { type nat hook prerouting priority dstnat; }\n\tchain post { type nat hook postrouting priority srcnat; }\n}\n';
+    const o = simulateOne(`${nat}${chain('ip', 't', 'c', `type filter hook ${hook} priority ${priority};`, `\t\tct status & 0x180 == ${bits} meta mark set 1`)}`, FORWARDED);
+    expect(o.mark).toBe('0x00000001');
+  });
+
   // ip_forward / ip6_forward decrement the TTL (hop limit) before NF_INET_FORWARD, and drop a
   // packet whose TTL would expire with a time exceeded error; input sees the TTL as received.
   it.each([
