@@ -1,7 +1,7 @@
 // simulatePacket: what the kernel does to one packet on a node, for every random branch.
 
 import type { Hook, Rule, Ruleset, Chain } from '../model/ast.js';
-import { formatAddress } from './address.js';
+import { formatAddress, type Address } from './address.js';
 import { ConntrackTable, IPS, invertTuple, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint } from './evaluate-stmt.js';
@@ -264,7 +264,9 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
     const isNat = entry.chain.base?.type === 'nat';
     const slot = isNat && natSlot !== undefined ? natSlot : entry.priority;
     if (conntrackAt !== undefined && slot > conntrackAt && !ctx.ctAttached) attachConntrack(ctx, tracked);
-    if (natSlot !== undefined && slot > natSlot && !natHookPassed) passNatHook();
+    // Past the NAT hook: a chain of a later slot, or one after the nat chains in the same slot
+    // (registered before the NAT hook, so run after it).
+    if (natSlot !== undefined && !natHookPassed && (slot > natSlot || (natHookReached && !isNat))) passNatHook();
     if (isNat && manip && !natHookReached) {
       natHookReached = true;
       applyMapping(ctx, manip);
@@ -427,7 +429,7 @@ function endingOf(result: ChainResult): Ending {
 function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   const early = runHook(ctx, 'ingress') ?? runHook(ctx, 'prerouting');
   if (early) return early;
-  const martian = martianSource(ctx);
+  const martian = martianReason(ctx);
   if (martian) return { disposition: 'dropped', verdict: 'drop', reason: martian };
   const dst = ctx.pkt.dst;
   if (localInterfaceAt(ctx, dst)) {
@@ -451,18 +453,31 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   return { disposition: 'forwarded', verdict: 'accept' };
 }
 
-/** Why the IPv4 routing decision drops a received packet for its source (ip_route_input_slow):
- * 0.0.0.0/8 and 127.0.0.0/8 (route_localnet off) are martian, and so is one of the host's own
- * addresses (fib_validate_source: inet_lookup_ifaddr_rcu finds it, rp_filter and accept_local
- * off, as in a new namespace). A packet coming back in through lo keeps the route it left with. */
-function martianSource(ctx: SimContext): string | undefined {
-  const src = ctx.pkt.src;
+/** Why the IPv4 routing decision drops a received packet as martian (ip_route_input_slow, in its
+ * order): a multicast or limited-broadcast source; then, unless the packet goes to the limited
+ * broadcast (or from and to 0.0.0.0, brd_input, which checks only a source other than 0.0.0.0/8),
+ * a 0.0.0.0/8 source, a loopback destination or source (route_localnet off); and a source that is
+ * one of the host's own addresses (fib_validate_source: inet_lookup_ifaddr_rcu finds it, with
+ * rp_filter and accept_local off as in a new namespace). A packet coming back in through lo
+ * keeps the route it left with. */
+function martianReason(ctx: SimContext): string | undefined {
+  const { src, dst } = ctx.pkt;
   if (src.family !== 'ip' || ctx.iif === 'lo') return undefined;
-  const octet = Number(src.n >> 24n);
-  if (octet === 0 || octet === 127) return `martian source ${formatAddress(src)} (a ${octet === 0 ? '0.0.0.0/8' : 'loopback'} address arriving on ${ctx.iif})`;
-  if (localInterfaceOf(ctx.host, src)) return `martian source ${formatAddress(src)} (the host's own address arriving on ${ctx.iif})`;
+  const on = `arriving on ${ctx.iif}`;
+  const first = (a: Address): number => Number(a.n >> 24n);
+  if (first(src) >= 224 && first(src) < 240) return `martian source ${formatAddress(src)} (a multicast address ${on})`;
+  if (src.n === LIMITED_BROADCAST) return `martian source ${formatAddress(src)} (the broadcast address ${on})`;
+  const broadcast = dst.n === LIMITED_BROADCAST || (src.n === 0n && dst.n === 0n);
+  if (!broadcast) {
+    if (first(src) === 0) return `martian source ${formatAddress(src)} (a 0.0.0.0/8 address ${on})`;
+    if (first(dst) === 127) return `martian destination ${formatAddress(dst)} (a loopback address ${on})`;
+    if (first(src) === 127) return `martian source ${formatAddress(src)} (a loopback address ${on})`;
+  } else if (first(src) === 0) return undefined;
+  if (localInterfaceOf(ctx.host, src)) return `martian source ${formatAddress(src)} (the host's own address ${on})`;
   return undefined;
 }
+
+const LIMITED_BROADCAST = 0xffffffffn;
 
 /** A locally generated packet: routed first (the socket's route), output, re-routed when output
  * changed the destination (ip_route_me_harder, nf_nat_ipv4_local_fn), then postrouting. */

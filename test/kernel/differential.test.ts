@@ -467,6 +467,13 @@ COMMIT
       packet: { iif: 'eth0', src: '198.51.100.10', dst: '192.0.2.10', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' },
     },
     {
+      // ip_route_input_slow: a loopback destination arriving on another interface is martian
+      // (route_localnet off), though 127.0.0.1 is the host's: dropped, not delivered.
+      name: 'a packet to 127.0.0.1 arriving on eth0 is dropped after prerouting (martian destination)',
+      rulesets: [markEachHook],
+      packet: { iif: 'eth0', src: '192.0.2.1', dst: '127.0.0.1', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' },
+    },
+    {
       // IPv6 routing has no such check (ip6_route_input): the packet is forwarded.
       name: 'an IPv6 packet with the host\'s own address as source is forwarded (no martian check)',
       rulesets: [markEachHook],
