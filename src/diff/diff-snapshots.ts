@@ -11,6 +11,7 @@ import { lintRuleset } from '../rules/framework/lint-ruleset.js';
 import { readHost, type Host, type HostInput } from '../sim/host.js';
 import type { Loc, Outcome } from '../sim/outcome.js';
 import type { PacketInput } from '../sim/packet.js';
+import type { HookIndex } from '../sim/pipeline.js';
 import type { Snapshot } from '../snapshot/snapshot.js';
 import { describeChange, isSameRun, isUntouched, runProbe, sideOf, type ChangeLevel, type ProbeRun, type Side, type TestedBits } from './compare-flows.js';
 import { deriveProbes, probeKey, type Probe, type ProbeReport } from './derive-probes.js';
@@ -93,6 +94,9 @@ export function diffRulesets(snapshots: readonly [Snapshot, Snapshot], rulesets:
   }
   const bits = testedBits(rulesets[0], indexes[1], changedChains);
   const mayReachChange = reachFilterOf(rulesets, changedChains, changedHooks);
+  // Conntrack and the NAT hooks are switched on for a family by any rule of its tables, reachable
+  // or not (pipeline.ts): where that differs, a change anywhere changes every packet's way.
+  const pruned = !options.exhaustive && !switchesDiffer(sides[0].index, sides[1].index);
   const changedFlows: ChangedFlow[] = [];
   let unreached = 0;
   let simulated = 0;
@@ -100,13 +104,13 @@ export function diffRulesets(snapshots: readonly [Snapshot, Snapshot], rulesets:
   let unfit = 0;
   for (const probe of probes) {
     // Not simulated at all: its way on both sides meets only identical rules (reach-changes.ts).
-    if (!options.exhaustive && !mayReachChange(probe.packet)) {
+    if (pruned && !mayReachChange(probe.packet)) {
       unreached++;
       continue;
     }
     const b = runProbe(sides[0], host, probe.packet);
     let a: ProbeRun | undefined;
-    if (b && !options.exhaustive && isUntouched(b, changedChains, changedHooks)) {
+    if (b && pruned && isUntouched(b, changedChains, changedHooks)) {
       reused++;
       continue;
     }
@@ -187,6 +191,11 @@ function testedBits(ruleset: Ruleset, other: RuleIndex, changed: ReadonlySet<str
   for (const table of ruleset.tables) for (const chain of table.chains) for (let r = 0; r < chain.rules.length; r++) read(chain.rules[r]!.stmts);
   for (const key of changed) for (const { rule } of other.chains.get(key)?.rules ?? []) read(rule.stmts);
   return { mark: mark >>> 0, ctMark: ctMark >>> 0 };
+}
+
+/** Whether conntrack or the NAT hooks are on for a family on one side only. */
+function switchesDiffer(before: HookIndex, after: HookIndex): boolean {
+  return (['ip', 'ip6'] as const).some((f) => before.conntrack.has(f) !== after.conntrack.has(f) || before.nat.has(f) !== after.nat.has(f));
 }
 
 /** Chains that differ between the sides (rules, base spec, their table's sets, or exist on one
