@@ -22,14 +22,16 @@ export interface IndexedChain {
   readonly rules: readonly RuleAt[];
   /** Its base spec (type, hook, priority, policy, devices), empty for a regular chain. */
   readonly base: string;
-  /** A digest of its table's sets and their elements (kube-proxy's nftables mode has sets of
+  /** A digest of what its rules may refer to by name in its table: the sets and maps with their
+   * declarations and elements, and the stateful objects (kube-proxy's nftables mode has sets of
    * megabytes: compared once per chain, their text would be). */
-  readonly sets: string;
+  readonly named: string;
 }
 
-/** Whether two chains are the same: base spec, rules' keys in order, and their tables' sets. */
+/** Whether two chains are the same: base spec, rules' keys in order, and their tables' sets and
+ * stateful objects. */
 export function isSameChain(a: IndexedChain, b: IndexedChain): boolean {
-  return a.base === b.base && a.sets === b.sets && a.rules.length === b.rules.length && a.rules.every((r, i) => r.key === b.rules[i]!.key);
+  return a.base === b.base && a.named === b.named && a.rules.length === b.rules.length && a.rules.every((r, i) => r.key === b.rules[i]!.key);
 }
 
 /** A ruleset's rules by key and place. Only the per-chain part is made up front: a diff looks up
@@ -74,7 +76,7 @@ export function ruleText(rule: Rule, family: Family): string {
 export function indexRules(ruleset: Ruleset, other?: RuleIndex): RuleIndex {
   const chains = new Map<string, IndexedChain>();
   for (const table of ruleset.tables) {
-    const sets = setsDigest(table);
+    const named = namedDigest(table);
     for (const chain of table.chains) {
       const ck = chainKey(table.family, table.name, chain.name);
       const base = chain.base ? `${chain.base.type} ${chain.base.hook} ${chain.base.priority.value ?? chain.base.priority.offset} ${chain.base.policy ?? 'accept'} ${chain.base.devices.join(',')}` : '';
@@ -87,7 +89,7 @@ export function indexRules(ruleset: Ruleset, other?: RuleIndex): RuleIndex {
         // string.
         return { rule, table, chain, key: [ck, ruleText(rule, table.family)].join(': ') };
       });
-      chains.set(ck, { table, chain, rules, base, sets });
+      chains.set(ck, { table, chain, rules, base, named });
     }
   }
   let rulePlaces: PlaceIndex<RuleAt> | undefined;
@@ -154,21 +156,23 @@ function isSameTree(a: unknown, b: unknown): boolean {
   return keys === 0;
 }
 
-/** A digest of a table's sets and their elements, places left out. */
-function setsDigest(table: Table): string {
+/** A digest of a table's sets (declaration and elements) and stateful objects, places left out. */
+function namedDigest(table: Table): string {
   const hash = createHash('sha1');
   for (const s of table.sets) {
-    hash.update(`${s.name}{${(s.elements ?? []).length}:`);
-    for (const [i, e] of (s.elements ?? []).entries()) hash.update(`${i > 0 ? ',' : ''}${JSON.stringify(stripSpans(e))}`);
+    hash.update(`${JSON.stringify(stripPlaces({ ...s, elements: undefined }))}{${(s.elements ?? []).length}:`);
+    for (const [i, e] of (s.elements ?? []).entries()) hash.update(`${i > 0 ? ',' : ''}${JSON.stringify(stripPlaces(e))}`);
     hash.update('};');
   }
+  for (const o of table.objects) hash.update(`${JSON.stringify(stripPlaces(o))};`);
   return hash.digest('base64');
 }
 
-function stripSpans(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(stripSpans);
+/** A value without its places in the input: spans, and the handles `nft -a` numbers objects with. */
+function stripPlaces(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(stripPlaces);
   if (typeof value !== 'object' || value === null) return value;
-  return Object.fromEntries(Object.entries(value).filter(([k]) => k !== 'span').map(([k, v]) => [k, stripSpans(v)]));
+  return Object.fromEntries(Object.entries(value).filter(([k]) => k !== 'span' && k !== 'handle').map(([k, v]) => [k, stripPlaces(v)]));
 }
 
 /** The key of what decided at `loc`: a rule's key, or the chain for a policy. */

@@ -4,6 +4,7 @@ import { parseRuleset } from '../../src/parser/parse-ruleset.js';
 import { deriveProbes } from '../../src/diff/derive-probes.js';
 import { diffSnapshots, type DiffResult } from '../../src/diff/diff-snapshots.js';
 import { compressRanges } from '../../src/diff/format-diff-text.js';
+import { indexRules, isSameChain } from '../../src/diff/rule-keys.js';
 import { readHost } from '../../src/sim/host.js';
 import type { Snapshot } from '../../src/snapshot/snapshot.js';
 import { loadDiffCase } from './corpus-cases.js';
@@ -93,5 +94,19 @@ describe('properties', () => {
       }),
       { numRuns: 5 },
     );
+  });
+});
+
+describe('indexRules: a chain is the same on both sides', () => {
+  const table = (quota: string, handles: boolean): string =>
+    `table ip t {${handles ? ' # handle 3' : ''}\n\tquota q { ${quota} }${handles ? ' # handle 7' : ''}\n\tset s { type ipv4_addr; elements = { 192.0.2.1 } }${handles ? ' # handle 8' : ''}\n\tchain c {${handles ? ' # handle 1' : ''}\n\t\tquota name "q" accept${handles ? ' # handle 9' : ''}\n\t}\n}\n`;
+  const chainOf = (text: string) => indexRules(parseRuleset(text, { file: 't.nft' }).ruleset).chains.get('ip t c')!;
+
+  it.each([
+    ['a stateful object its rules name changed', table('over 10 mbytes', false), table('over 20 mbytes', false), false],
+    ['only the handles differ', table('over 10 mbytes', false), table('over 10 mbytes', true), true],
+    ['a set declaration changed', table('over 10 mbytes', false), table('over 10 mbytes', false).replace('type ipv4_addr;', 'type ipv4_addr; flags interval;'), false],
+  ])('%s', (_name, a, b, same) => {
+    expect(isSameChain(chainOf(a), chainOf(b))).toBe(same);
   });
 });
