@@ -2,7 +2,7 @@
 // BEFORE run met nothing that changed: it must report exactly the changed flows that simulating
 // every probe on both sides reports. Checked on the kernel-differential generator's rulesets
 // (nft tables and iptables dumps, every modelled feature), each against itself with one rule taken
-// out.
+// out or one base chain's policy turned over.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -31,9 +31,22 @@ function ruleLines(source: Source): number[] {
   return out;
 }
 
-function withoutLine(source: Source, line: number): Source {
+/** The base chains' policy lines: nft's `policy accept;` and iptables' `:CHAIN ACCEPT`. */
+function policyLines(source: Source): number[] {
+  return source.text.split('\n').flatMap((line, i) => (/policy (accept|drop);|^:[A-Z]+ (ACCEPT|DROP) /.test(line) ? [i] : []));
+}
+
+/** An edit of one line: its new text, or undefined to take it out. */
+const EDITS: Readonly<Record<'remove' | 'flip', (line: string) => string | undefined>> = {
+  remove: () => undefined,
+  flip: (line) => line.replace(/policy accept;|policy drop;| ACCEPT | DROP /, (p) => ({ 'policy accept;': 'policy drop;', 'policy drop;': 'policy accept;', ' ACCEPT ': ' DROP ', ' DROP ': ' ACCEPT ' })[p]!),
+};
+
+function edited(source: Source, line: number, edit: 'remove' | 'flip'): Source {
   const lines = source.text.split('\n');
-  lines.splice(line, 1);
+  const replacement = EDITS[edit](lines[line]!);
+  if (replacement === undefined) lines.splice(line, 1);
+  else lines[line] = replacement;
   return { ...source, text: lines.join('\n') };
 }
 
@@ -62,12 +75,12 @@ describe('nftsim diff pruning', () => {
     fc.assert(
       fc.property(arbitraryCase, fc.nat(), (testCase, pick) => {
         const sources: Source[] = renderCase(testCase).rulesets.map((r) => ({ text: r.text, file: r.file, format: r.kind === 'nft' ? 'nft' : 'iptables' }));
-        const candidates = sources.flatMap((s, i) => ruleLines(s).map((line) => [i, line] as const));
+        const candidates = sources.flatMap((s, i) => [...ruleLines(s).map((line) => [i, line, 'remove'] as const), ...policyLines(s).map((line) => [i, line, 'flip'] as const)]);
         if (candidates.length === 0) return;
-        const [which, line] = candidates[pick % candidates.length]!;
+        const [which, line, edit] = candidates[pick % candidates.length]!;
         const host = GENERATED_HOST as HostInput;
         const before: Snapshot = { label: 'before', sources, host };
-        const after: Snapshot = { label: 'after', sources: sources.map((s, i) => (i === which ? withoutLine(s, line) : s)), host };
+        const after: Snapshot = { label: 'after', sources: sources.map((s, i) => (i === which ? edited(s, line, edit) : s)), host };
         const pruned = diffSnapshots(before, after);
         const exhaustive = diffSnapshots(before, after, { exhaustive: true });
         expect(pruned.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
