@@ -37,6 +37,7 @@ import {
   type Verdict,
 } from './evaluate-stmt.js';
 import { builtChainIndex } from './chain-index.js';
+import { IPS } from './conntrack-table.js';
 import { findResolved, resolveLookup, type ResolvedLookup } from './lookup-element.js';
 import { applyOp, constantOf, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
 import type { CtStateName } from './packet.js';
@@ -511,7 +512,7 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
             if (!ctx.ctAttached) bits = ct.state === 'untracked' ? CT_NAME_BITS.UNTRACKED! : CT_NAME_BITS.INVALID!;
             else {
               bits = CT_STATE_NAME_BITS[ct.state];
-              if (ct.state !== 'invalid' && ct.state !== 'untracked') bits |= (ct.status & IPS_SRC_NAT ? CT_NAME_BITS.SNAT! : 0) | (ct.status & IPS_DST_NAT ? CT_NAME_BITS.DNAT! : 0);
+              if (ct.state !== 'invalid' && ct.state !== 'untracked') bits |= (ct.status & IPS.srcNat ? CT_NAME_BITS.SNAT! : 0) | (ct.status & IPS.dstNat ? CT_NAME_BITS.DNAT! : 0);
             }
             if (((bits & buf[pc + 2]!) !== 0) === (buf[pc + 3] === 1)) return NO_MATCH;
             pc += 4;
@@ -584,7 +585,3 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
     }
   }
 }
-
-// ct_status bits (include/uapi/linux/netfilter/nf_conntrack_common.h IPS_SRC_NAT, IPS_DST_NAT).
-const IPS_SRC_NAT = 0x10;
-const IPS_DST_NAT = 0x20;

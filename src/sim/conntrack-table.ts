@@ -21,7 +21,7 @@ export interface CtTuple {
 }
 
 /** ct status bits nftsim maintains (include/uapi/linux/netfilter/nf_conntrack_common.h IPS_*).
- * ASSURED and the NAT_DONE bits are not modelled. */
+ * ASSURED is not modelled (TCP state tracking). */
 export const IPS = { seenReply: 0x02, confirmed: 0x08, srcNat: 0x10, dstNat: 0x20, srcNatDone: 0x80, dstNatDone: 0x100 } as const;
 
 /** The bits `ct state` reads (include/uapi/linux/netfilter/nf_conntrack_common.h

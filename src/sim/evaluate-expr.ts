@@ -25,10 +25,6 @@ const CT_STATE_VALUES: Readonly<Record<CtStateName, bigint>> = {
   new: BigInt(CT_STATE_BITS.new),
   untracked: BigInt(CT_STATE_BITS.untracked),
 };
-// ct_status bits (include/uapi/linux/netfilter/nf_conntrack_common.h IPS_*).
-const IPS_SRC_NAT = 0x10;
-const IPS_DST_NAT = 0x20;
-export const CT_STATUS = { snat: IPS_SRC_NAT, dnat: IPS_DST_NAT } as const;
 
 function addressValue(a: Address): bigint {
   return a.n;

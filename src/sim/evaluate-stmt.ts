@@ -6,7 +6,8 @@ import type { Expr, LimitStmt, NatStmt, QuotaStmt, Rule, Stmt, XtExtensionStmt }
 import type { ChainIndex } from './chain-index.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
 import { localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
-import { CT_STATUS, evaluateExpr, literalValue, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
+import { evaluateExpr, literalValue, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
+import { IPS } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc } from './outcome.js';
@@ -372,8 +373,8 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
       const state = !ctx.ctAttached ? (ct.state === 'untracked' ? 'UNTRACKED' : 'INVALID') : ct.state.toUpperCase();
       const bits = new Set([state]);
       if (ctx.ctAttached && ct.state !== 'invalid' && ct.state !== 'untracked') {
-        if (ct.status & CT_STATUS.snat) bits.add('SNAT');
-        if (ct.status & CT_STATUS.dnat) bits.add('DNAT');
+        if (ct.status & IPS.srcNat) bits.add('SNAT');
+        if (ct.status & IPS.dstNat) bits.add('DNAT');
       }
       return o.value.names.some((n) => bits.has(n)) !== o.negated;
     }
@@ -566,7 +567,7 @@ export function setUpNat(stmt: NatStmt, ctx: SimContext, prepared: PreparedNat |
   ctx.ct.reply = wants === 'dst' ? { src: address, dst: reply.dst, sport: p.dport, dport: reply.dport } : { src: reply.src, dst: address, sport: reply.sport, dport: p.sport };
   ctx.natDone.add(wants);
   // nf_nat_setup_info marks the entry SNAT/DNAT only when the new tuple differs from the old.
-  if (changed) ctx.ct.status |= wants === 'dst' ? CT_STATUS.dnat : CT_STATUS.snat;
+  if (changed) ctx.ct.status |= wants === 'dst' ? IPS.dstNat : IPS.srcNat;
   ctx.nat.push({ type: stmt.type, to: formatEndpoint(addressText, portText, family), at: prepared?.at ?? locOf(currentRule(ctx)!) });
   return PLAIN_RESULTS.accept.verdict;
 }
