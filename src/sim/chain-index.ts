@@ -23,7 +23,7 @@
 
 import type { Chain, Expr, Rule, Stmt } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
-import { evaluateExpr, literalValue, type RtValue } from './evaluate-expr.js';
+import { constantOf, evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { fieldRefOf, readField, type FieldRef } from './packet-field.js';
 import type { RuleResult } from './evaluate-stmt.js';
 import type { HookIndex } from './pipeline.js';
@@ -233,13 +233,7 @@ function keyTestOf(stmt: Stmt): KeyTest | undefined {
   if (right.dtype && isBitmaskType(right.dtype)) return undefined;
   const field = fieldOf(left);
   if (!field) return undefined;
-  let value;
-  try {
-    value = literalValue(right);
-  } catch (error) {
-    if (error instanceof NotModelled) return undefined;
-    throw error;
-  }
+  let value = constantOf(right);
   if (typeof value === 'string') {
     if (value.endsWith('*') && !value.endsWith('\\*')) return undefined;
     value = value.replace(/\\\*$/, '*');

@@ -21,7 +21,7 @@
 import type { ElementExpr, Expr, MatchStmt, NatStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
 import { prefixMask } from './address.js';
-import { prefixBits, randomProbability } from './evaluate-expr.js';
+import { constantOf, prefixBits, randomProbability } from './evaluate-expr.js';
 import {
   evaluateStmt,
   isTest,
@@ -32,15 +32,15 @@ import {
   resultOf,
   setUpNat,
   verdictOf,
+  XT_CT_STATE_BITS,
+  xtCtStateOf,
   type NatValue,
   type RuleResult,
   type Verdict,
 } from './evaluate-stmt.js';
 import { builtChainIndex } from './chain-index.js';
-import { IPS } from './conntrack-table.js';
 import { findResolved, resolveLookup, type ResolvedLookup } from './lookup-element.js';
-import { applyOp, constantOf, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
-import type { CtStateName } from './packet.js';
+import { applyOp, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
 import type { Loc, TraceEvent } from './outcome.js';
 import { currentRule, locOf, NotModelled, type SimContext } from './sim-context.js';
 
@@ -112,7 +112,7 @@ const TEST = 1;
 const CHOOSE = 2;
 /** [NEVER, k]: a random test that never holds. */
 const NEVER = 3;
-/** [CT_STATES, k, names, negated]: iptables' `-m conntrack --ctstate` (names: CT_NAME_BITS). */
+/** [CT_STATES, k, names, negated]: iptables' `-m conntrack --ctstate` (names: XT_CT_STATE_BITS). */
 const CT_STATES = 4;
 /** [RESULT, k, code]: a verdict without a target (RESULT_CODES). */
 const RESULT = 5;
@@ -137,8 +137,6 @@ const CMP = { eq: 1, ne: 2, lt: 3, gt: 4, le: 5, ge: 6, anyBit: 7, maskEq: 8, ma
 
 const RESULT_CODES = ['continue', 'accept', 'drop', 'reject', 'queue', 'return'] as const;
 
-const CT_NAME_BITS: Readonly<Record<string, number>> = { NEW: 1, ESTABLISHED: 2, RELATED: 4, INVALID: 8, UNTRACKED: 16, SNAT: 32, DNAT: 64 };
-const CT_STATE_NAME_BITS: Readonly<Record<CtStateName, number>> = { new: 1, established: 2, related: 4, invalid: 8, untracked: 16 };
 
 function lengthOf(buf: Float64Array, pc: number): number {
   switch (buf[pc]) {
@@ -393,7 +391,7 @@ function compileXtMatch(stmt: XtExtensionStmt, k: number, out: number[]): boolea
   const o = stmt.options[0]!;
   if ((o.name !== 'ctstate' && o.name !== 'state') || o.value.type !== 'names') return false;
   let names = 0;
-  for (const name of o.value.names) names |= CT_NAME_BITS[name] ?? 0;
+  for (const name of o.value.names) names |= XT_CT_STATE_BITS[name] ?? 0;
   out.push(CT_STATES, k, names, o.negated ? 1 : 0);
   return true;
 }
@@ -506,18 +504,10 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
             break;
           case NEVER:
             return NO_MATCH;
-          case CT_STATES: {
-            const ct = ctx.ct;
-            let bits: number;
-            if (!ctx.ctAttached) bits = ct.state === 'untracked' ? CT_NAME_BITS.UNTRACKED! : CT_NAME_BITS.INVALID!;
-            else {
-              bits = CT_STATE_NAME_BITS[ct.state];
-              if (ct.state !== 'invalid' && ct.state !== 'untracked') bits |= (ct.status & IPS.srcNat ? CT_NAME_BITS.SNAT! : 0) | (ct.status & IPS.dstNat ? CT_NAME_BITS.DNAT! : 0);
-            }
-            if (((bits & buf[pc + 2]!) !== 0) === (buf[pc + 3] === 1)) return NO_MATCH;
+          case CT_STATES:
+            if (((xtCtStateOf(ctx) & buf[pc + 2]!) !== 0) === (buf[pc + 3] === 1)) return NO_MATCH;
             pc += 4;
             break;
-          }
           case RESULT:
             return PLAIN_RESULTS[RESULT_CODES[buf[pc + 2]!]!];
           case JUMP: {

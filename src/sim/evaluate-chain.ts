@@ -60,7 +60,6 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   ctx.orderDependent = entry.orderDependent;
   const hooks = ctx.index;
   const arena = hooks.code;
-  const chains = hooks.chains.get(entry.table)!;
   let depth = 0;
   let chain = base;
   const baseIndex = chainIndexOf(hooks, base);
@@ -120,7 +119,8 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
       case 'jump':
       case 'goto': {
         const to = verdict.to;
-        const target = to ? to.chain : chains.get(verdict.target);
+        // A compiled jump knows its target; an interpreted one looks it up in the rule's table.
+        const target = to ? to.chain : hooks.chains.get(entry.table)!.get(verdict.target);
         if (!target) {
           reportUnsupported(ctx, `${verdict.name} to chain ${verdict.target}, which is not in table ${entry.table.family} ${entry.table.name}`, chain.rules[position]);
           return { verdict: 'unknown', by: chain.rules[position]! };

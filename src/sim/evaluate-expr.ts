@@ -11,7 +11,7 @@ import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
-import { localInterfaceAt, NotModelled, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, localInterfaceAt, NotModelled, type SimContext } from './sim-context.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
  * the parts of a concatenation. `undefined` is the kernel's NFT_BREAK: the expression has no
@@ -59,6 +59,17 @@ export function literalValue(lit: Literal): RtValue {
       const exhaustive: never = v;
       return exhaustive;
     }
+  }
+}
+
+/** literalValue, or undefined where it throws NotModelled: for work done ahead of the packets
+ * (indexes, compiled rules), which leave such a literal to evaluation, where it throws again. */
+export function constantOf(lit: Literal): RtValue | undefined {
+  try {
+    return literalValue(lit);
+  } catch (error) {
+    if (error instanceof NotModelled) return undefined;
+    throw error;
   }
 }
 
@@ -258,7 +269,7 @@ function addressType(ctx: SimContext, a: Address): number {
 
 function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue | undefined {
   const ct = ctx.ct;
-  const tracked = ctx.ctAttached && ct.state !== 'invalid' && ct.state !== 'untracked';
+  const tracked = hasConntrackEntry(ctx);
   if (expr.key === 'state') {
     // Before conntrack ran there is no entry: state reads invalid (nft_ct.c nft_ct_get_eval).
     if (!ctx.ctAttached) return ct.state === 'untracked' ? CT_STATE_VALUES.untracked : CT_STATE_VALUES.invalid;

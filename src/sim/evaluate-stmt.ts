@@ -6,14 +6,15 @@ import type { Expr, LimitStmt, NatStmt, QuotaStmt, Rule, Stmt, XtExtensionStmt }
 import type { ChainIndex } from './chain-index.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
 import { localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
-import { evaluateExpr, literalValue, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
+import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
 import { IPS } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc } from './outcome.js';
-import { currentRule, NotModelled, locOf, type SimContext } from './sim-context.js';
+import { currentRule, hasConntrackEntry, NotModelled, locOf, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
 import { NAT_MANIP } from './pipeline.js';
+import type { CtStateName } from './packet.js';
 
 /** A rule's verdict; `text` is how the trace shows it (`jump KUBE-SVC-…`; a reject as the drop
  * the kernel's trace shows, nft_reject_inet.c ends the packet with NF_DROP). */
@@ -95,6 +96,23 @@ export function evaluateRule(rule: Rule, ctx: SimContext): RuleResult {
     if (result) return result;
   }
   return PLAIN_RESULTS.continue;
+}
+
+/** The states iptables' `-m conntrack --ctstate` / `-m state --state` names, as bits
+ * (xt_conntrack.c XT_CONNTRACK_STATE_*: the conntrack states, and SNAT / DNAT from the entry's
+ * status). */
+export const XT_CT_STATE_BITS: Readonly<Record<string, number>> = { NEW: 1, ESTABLISHED: 2, RELATED: 4, INVALID: 8, UNTRACKED: 16, SNAT: 32, DNAT: 64 };
+
+const XT_STATE_OF: Readonly<Record<CtStateName, number>> = { new: 1, established: 2, related: 4, invalid: 8, untracked: 16 };
+
+/** The packet's state as the conntrack match sees it: before conntrack ran, invalid (or
+ * untracked after notrack). */
+export function xtCtStateOf(ctx: SimContext): number {
+  const ct = ctx.ct;
+  if (!ctx.ctAttached) return ct.state === 'untracked' ? XT_STATE_OF.untracked : XT_STATE_OF.invalid;
+  let bits = XT_STATE_OF[ct.state];
+  if (hasConntrackEntry(ctx)) bits |= (ct.status & IPS.srcNat ? XT_CT_STATE_BITS.SNAT! : 0) | (ct.status & IPS.dstNat ? XT_CT_STATE_BITS.DNAT! : 0);
+  return bits;
 }
 
 /** What a rule reports for a statement nftsim cannot evaluate, and what it assumes. */
@@ -369,14 +387,8 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
       if (stmt.options.length !== 1) throw new NotModelled(`iptables match ${stmt.name} with ${stmt.options.map((o) => o.name).join(', ')}`);
       const o = stmt.options[0]!;
       if ((o.name !== 'ctstate' && o.name !== 'state') || o.value.type !== 'names') throw new NotModelled(`iptables match ${stmt.name} --${o.name}`);
-      const ct = ctx.ct;
-      const state = !ctx.ctAttached ? (ct.state === 'untracked' ? 'UNTRACKED' : 'INVALID') : ct.state.toUpperCase();
-      const bits = new Set([state]);
-      if (ctx.ctAttached && ct.state !== 'invalid' && ct.state !== 'untracked') {
-        if (ct.status & IPS.srcNat) bits.add('SNAT');
-        if (ct.status & IPS.dstNat) bits.add('DNAT');
-      }
-      return o.value.names.some((n) => bits.has(n)) !== o.negated;
+      const bits = xtCtStateOf(ctx);
+      return o.value.names.some((n) => (bits & (XT_CT_STATE_BITS[n] ?? 0)) !== 0) !== o.negated;
     }
     case 'set': {
       const set = option('match-set')?.value;
@@ -477,13 +489,7 @@ function literalNatPart(expr: Expr): bigint | undefined {
  * not one or evaluating it throws (then it is evaluated per packet, and throws there). */
 export function natConstant(expr: Expr | undefined): bigint | undefined {
   if (expr?.kind !== 'literal') return undefined;
-  let value: RtValue | undefined;
-  try {
-    value = literalNatPart(expr) ?? literalValue(expr);
-  } catch (error) {
-    if (error instanceof NotModelled) return undefined;
-    throw error;
-  }
+  const value = literalNatPart(expr) ?? constantOf(expr);
   return typeof value === 'bigint' ? value : undefined;
 }
 

@@ -14,8 +14,8 @@
 import type { ElementExpr, Expr, NamedSet, SetLiteral, SetRef, Table } from '../model/ast.js';
 import { prefixMask } from './address.js';
 import { areIndexesOn } from './chain-index.js';
-import { isEqual, literalValue, matchesKey, namedSet, type RtValue } from './evaluate-expr.js';
-import { NotModelled, type SimContext } from './sim-context.js';
+import { constantOf, isEqual, matchesKey, namedSet, type RtValue } from './evaluate-expr.js';
+import type { SimContext } from './sim-context.js';
 
 /** A value to look up: an RtValue, or as compiled rules read it (compile-rule.ts) an integer
  * below 2^32 as a number, or a concatenation of such numbers. */
@@ -330,15 +330,6 @@ function intervalOf(key: Expr): { low: bigint; high: bigint; limit?: bigint } | 
 }
 
 /** A literal's value, undefined when nftsim cannot evaluate it (the scan reports that). */
-function constantOf(literal: Extract<Expr, { kind: 'literal' }>): RtValue | undefined {
-  try {
-    return literalValue(literal);
-  } catch (error) {
-    if (error instanceof NotModelled) return undefined;
-    throw error;
-  }
-}
-
 function buildSetIndex(elements: readonly ElementExpr[]): SetIndex {
   let exactShape: string | undefined;
   const exact: ExactMap = new Map();

@@ -5,12 +5,12 @@
 // or throws the same NotModelled) where evaluateExpr does, and applyOp the same for the operations
 // on it; test/sim/compile-rule.test.ts compares the two.
 
-import type { Expr, Literal } from '../model/ast.js';
+import type { Expr } from '../model/ast.js';
 import { datatypeOf } from '../model/datatypes.js';
 import { CT_STATE_BITS, ctStatusOf } from './conntrack-table.js';
-import { fibFlagBits, fibTypeOf, literalValue, packetType, type RtValue } from './evaluate-expr.js';
+import { constantOf, fibFlagBits, fibTypeOf, packetType } from './evaluate-expr.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
-import { NotModelled, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, NotModelled, type SimContext } from './sim-context.js';
 
 /** Field codes. Arguments: a protocol number for transport and ICMP fields (0: any with ports,
  * nft's `th`), the address family (4 or 6) for IP header fields, fib's flags (fibFlagBits),
@@ -51,10 +51,6 @@ export interface FieldRef {
   readonly field: number;
   readonly arg: number;
   readonly arg2: number;
-}
-
-function isTracked(ctx: SimContext): boolean {
-  return ctx.ctAttached && ctx.ct.state !== 'invalid' && ctx.ct.state !== 'untracked';
 }
 
 /** A transport port as payloadValue reads it: a range NAT left is not a number. */
@@ -142,13 +138,13 @@ export function readField(ctx: SimContext, field: number, arg: number, arg2: num
     case FIELD.ctState:
       return !ctx.ctAttached ? (ctx.ct.state === 'untracked' ? CT_STATE_BITS.untracked : CT_STATE_BITS.invalid) : CT_STATE_BITS[ctx.ct.state];
     case FIELD.ctMark:
-      return isTracked(ctx) ? ctx.ct.mark : -1;
+      return hasConntrackEntry(ctx) ? ctx.ct.mark : -1;
     case FIELD.ctStatus:
-      return isTracked(ctx) ? ctStatusOf(ctx.ct.status, ctx.natDone) : -1;
+      return hasConntrackEntry(ctx) ? ctStatusOf(ctx.ct.status, ctx.natDone) : -1;
     case FIELD.ctDirection:
-      return isTracked(ctx) ? ctx.ct.direction : -1;
+      return hasConntrackEntry(ctx) ? ctx.ct.direction : -1;
     case FIELD.ctZone:
-      return isTracked(ctx) ? ctx.ct.zone : -1;
+      return hasConntrackEntry(ctx) ? ctx.ct.zone : -1;
     case FIELD.fibType:
       return fibTypeOf(arg, ctx);
     case FIELD.numgen:
@@ -164,17 +160,6 @@ const U32_LIMIT = 0x100000000n;
 
 export function isU32(n: bigint): boolean {
   return n >= 0n && n < U32_LIMIT;
-}
-
-/** A literal's value, undefined when evaluating it throws (the interpreter then does it, and
- * throws when the packet gets there). */
-export function constantOf(literal: Literal): RtValue | undefined {
-  try {
-    return literalValue(literal);
-  } catch (error) {
-    if (error instanceof NotModelled) return undefined;
-    throw error;
-  }
 }
 
 const field = (code: number, arg = 0, arg2 = 0): FieldRef => ({ field: code, arg, arg2 });

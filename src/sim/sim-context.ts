@@ -137,6 +137,12 @@ export interface SimContext {
   type: number;
 }
 
+/** The packet has a conntrack entry: conntrack has looked at it and found or made one (not
+ * invalid, not untracked). The ct keys other than `state` break without one (nft_ct.c). */
+export function hasConntrackEntry(ctx: SimContext): boolean {
+  return ctx.ctAttached && ctx.ct.state !== 'invalid' && ctx.ct.state !== 'untracked';
+}
+
 /** The rule being evaluated, read from its chain only when needed: a compiled rule's run does
  * not touch the rule (a kube-proxy ruleset's rules are mostly cold in memory). */
 export function currentRule(ctx: SimContext): Rule | undefined {

@@ -10,7 +10,7 @@ import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, ty
 import { protocolName, readPacket, type Packet, type PacketInput } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
 import type { InputError } from './read-fields.js';
-import { localInterfaceAt, locOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
+import { hasConntrackEntry, localInterfaceAt, locOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
 
 export interface SimulateOptions {
   /** Pick one branch of every random choice with this seed instead of listing them all. */
@@ -252,21 +252,16 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
   const manip = NAT_MANIP[hook];
   let natHookReached = false;
   let natHookPassed = false;
-  // The NAT hook ran without a mapping: nf_nat_inet_fn sets up a null binding, so the
-  // manipulation counts as done for later hooks of the connection (nf_nat_alloc_null_binding), and
-  // its NAT_DONE status bit is set for the chains after the NAT hook's priority. The hook runs
-  // wherever the family has a nat chain at any hook (nf_nat_register_fn).
-  const passNatHook = (): void => {
-    natHookPassed = true;
-    if ((natHookReached || ctx.index.nat.has(ctx.family)) && manip && ctx.ctAttached && isTrackedState(ctx)) ctx.natDone.add(manip);
-  };
   for (const entry of chainsAt(ctx.index, hook, ctx.family, ctx.iif)) {
     const isNat = entry.chain.base?.type === 'nat';
     const slot = isNat && natSlot !== undefined ? natSlot : entry.priority;
     if (conntrackAt !== undefined && slot > conntrackAt && !ctx.ctAttached) attachConntrack(ctx, tracked);
     // Past the NAT hook: a chain of a later slot, or one after the nat chains in the same slot
     // (registered before the NAT hook, so run after it).
-    if (natSlot !== undefined && !natHookPassed && (slot > natSlot || (natHookReached && !isNat))) passNatHook();
+    if (natSlot !== undefined && !natHookPassed && (slot > natSlot || (natHookReached && !isNat))) {
+      natHookPassed = true;
+      setNullBinding(ctx, manip);
+    }
     if (isNat && manip && !natHookReached) {
       natHookReached = true;
       applyMapping(ctx, manip);
@@ -281,12 +276,16 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
     return endingOf(result);
   }
   if (conntrackAt !== undefined && !ctx.ctAttached) attachConntrack(ctx, tracked);
-  if (!natHookPassed) passNatHook();
+  if (!natHookPassed) setNullBinding(ctx, manip);
   return undefined;
 }
 
-function isTrackedState(ctx: SimContext): boolean {
-  return ctx.ct.state !== 'invalid' && ctx.ct.state !== 'untracked';
+/** The NAT hook ran without a mapping for the packet's connection: nf_nat_inet_fn sets up a null
+ * binding (nf_nat_alloc_null_binding), so the manipulation counts as done for later hooks, and its
+ * NAT_DONE status bit is set for the chains after the NAT hook. The hook runs wherever the family
+ * has a nat chain at any hook (nf_nat_register_fn). */
+function setNullBinding(ctx: SimContext, manip: NatManip | undefined): void {
+  if (manip && ctx.index.nat.has(ctx.family) && hasConntrackEntry(ctx)) ctx.natDone.add(manip);
 }
 
 /** Conntrack looks the packet up at NF_IP_PRI_CONNTRACK (nf_conntrack_core.c nf_conntrack_in →
@@ -342,7 +341,7 @@ function originalOf(entry: CtEntry): SimContext['ct']['original'] {
  * of the other direction (nf_nat_manip_pkt). */
 function applyMapping(ctx: SimContext, manip: NatManip): void {
   const entry = ctx.conn.entry;
-  if (!entry || !ctx.ctAttached || !isTrackedState(ctx)) return;
+  if (!entry || !hasConntrackEntry(ctx)) return;
   const reply = ctx.ct.direction === 1;
   const natOfManip = (m: NatManip): number => (m === 'dst' ? IPS.dstNat : IPS.srcNat);
   const kind: NatManip = reply ? (manip === 'dst' ? 'src' : 'dst') : manip;
@@ -371,7 +370,7 @@ function manipOf(event: NatEvent): NatManip {
 function confirm(ctx: SimContext): void {
   const conn = ctx.conn;
   const original = conn.tuple;
-  if (!original || conn.entry || !ctx.ctAttached || !isTrackedState(ctx)) return;
+  if (!original || conn.entry || !hasConntrackEntry(ctx)) return;
   // A received packet's way ends here: without `keep`, nothing reads its entry (a local packet's
   // may still come back in through lo, with it).
   if (!conn.keep && ctx.iif !== undefined) {
