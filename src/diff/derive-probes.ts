@@ -15,6 +15,7 @@ import { familyBits, formatAddress, parseAddress, parseCidr, prefixMask, type Ad
 import { lookupRoute, type Host } from '../sim/host.js';
 import type { PacketInput } from '../sim/packet.js';
 import { chainKey } from './rule-keys.js';
+import { pushToList } from './push-to-list.js';
 
 export type ProbeReason = 'rule-match' | 'outside-value' | 'source-class' | 'interface-class' | 'mark' | 'scenario';
 
@@ -809,10 +810,10 @@ function contextsOf(table: Table, facts: readonly (readonly Facts[])[]): Dest[][
     const chainFacts = facts[c]!;
     for (let r = 0; r < chainFacts.length; r++) {
       const f = chainFacts[r]!;
-      for (let k = 0; k < f.jumps.length; k++) push(parents, f.jumps[k]!, hasDest(f.dest) ? f.dest : c);
+      for (let k = 0; k < f.jumps.length; k++) pushToList(parents, f.jumps[k]!, hasDest(f.dest) ? f.dest : c);
       for (let k = 0; k < f.tuples.length; k++) {
         const t = f.tuples[k]!;
-        if (t.target !== undefined) push(parents, t.target, t.dest);
+        if (t.target !== undefined) pushToList(parents, t.target, t.dest);
       }
     }
   }
@@ -842,10 +843,4 @@ function contextsOf(table: Table, facts: readonly (readonly Facts[])[]): Dest[][
 
 function isSameList<T>(a: readonly T[], b: readonly T[]): boolean {
   return a.length === b.length && a.every((x, i) => x === b[i]);
-}
-
-function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
-  const list = map.get(key);
-  if (list) list.push(value);
-  else map.set(key, [value]);
 }

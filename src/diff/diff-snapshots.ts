@@ -17,6 +17,7 @@ import { describeChange, isSameRun, isUntouched, runProbe, sideOf, type ChangeLe
 import { deriveProbes, probeKey, type Probe, type ProbeReport } from './derive-probes.js';
 import { reachFilterOf } from './reach-changes.js';
 import { indexRules, isSameChain, type RuleAt, type RuleIndex } from './rule-keys.js';
+import { pushToList } from './push-to-list.js';
 
 export interface DiffOptions {
   /** The user's probes (a scenario file's packets), compared beside the derived ones. */
@@ -249,7 +250,7 @@ function keyed(findings: readonly Finding[], snapshot: Snapshot, rules: RuleInde
   const rulesOf = (file: string): RuleAt[] | undefined => {
     if (!byFile) {
       byFile = new Map();
-      for (const c of rules.chains.values()) for (const at of c.rules) push(byFile, at.rule.span.file, at);
+      for (const c of rules.chains.values()) for (const at of c.rules) pushToList(byFile, at.rule.span.file, at);
     }
     return byFile.get(file);
   };
@@ -344,10 +345,4 @@ function foreignRules(own: RuleIndex, other: RuleIndex, kind: 'rule-added' | 'ru
     }
   });
   return out;
-}
-
-function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
-  const list = map.get(key);
-  if (list) list.push(value);
-  else map.set(key, [value]);
 }

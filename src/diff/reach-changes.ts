@@ -22,6 +22,7 @@ import { parseAddress, type Address } from '../sim/address.js';
 import type { PacketInput } from '../sim/packet.js';
 import { addressInterval, portInterval, protocolNumber, PROTOCOLS, valuesOf } from './derive-probes.js';
 import { chainKey } from './rule-keys.js';
+import { pushToList } from './push-to-list.js';
 
 /** The hooks a packet may pass, by where it comes from (net/ipv4/ip_input.c, ip_forward.c,
  * ip_output.c): the routing decision is not known before simulating, so both ways count. */
@@ -91,9 +92,9 @@ export function reachFilterOf(rulesets: readonly Ruleset[], changedChains: Reado
         const key = keyOf(chain.name);
         tables.set(key, table);
         if (side > 0 && !changedChains.has(key)) continue;
-        push(chains, key, { table, chain });
+        pushToList(chains, key, { table, chain });
         // Indexed: every rule of a large ruleset.
-        for (let r = 0; r < chain.rules.length; r++) for (const exit of exitsOf(chain.rules[r]!, table)) push(parents, keyOf(exit.target), key);
+        for (let r = 0; r < chain.rules.length; r++) for (const exit of exitsOf(chain.rules[r]!, table)) pushToList(parents, keyOf(exit.target), key);
       }
     }
   }
@@ -111,7 +112,7 @@ export function reachFilterOf(rulesets: readonly Ruleset[], changedChains: Reado
           if (!tainted.has(targetKey)) continue;
           const tests = rule.stmts.slice(0, exit.at).flatMap((stmt) => conditionTestOf(stmt, tables.get(key)!) ?? []);
           if (exit.element) tests.push(...elementTestsOf(exit.element));
-          push(toChange, key, { tests, targetKey });
+          pushToList(toChange, key, { tests, targetKey });
         }
       }
     }
@@ -264,10 +265,4 @@ function fieldsOf(packet: PacketInput): ProbeFields {
     protocol: typeof p === 'number' ? p : (PROTOCOLS[p] ?? (/^\d+$/.test(p) ? Number(p) : undefined)),
     dport: packet.dport,
   };
-}
-
-function push<K, V>(map: Map<K, V[]>, key: K, value: V): void {
-  const list = map.get(key);
-  if (list) list.push(value);
-  else map.set(key, [value]);
 }
