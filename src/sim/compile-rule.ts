@@ -45,16 +45,18 @@ import type { Loc, TraceEvent } from './outcome.js';
 import { currentRule, locOf, NotModelled, type SimContext } from './sim-context.js';
 
 /** The code of every compiled rule of one ruleset, appended as rules are compiled. A rule's code
- * opens with the number of its location in `locs` (HEADER, -1 until the rule first matches), so
- * that its trace events share one Loc and read nothing else of the rule. */
+ * opens with the number of its location in `locs` (-1 until the rule first matches), so that its
+ * trace events share one Loc and read nothing else of the rule, then what its last trace event
+ * was made for (HEADER). */
 export interface CodeArena {
   buf: Float64Array;
   length: number;
   /** The locations of the compiled rules that matched, by their header's number. */
   readonly locs: Loc[];
-  /** The last trace event of each of those rules, by the same number (evaluate-chain.ts shares
-   * it with the next packet that makes the same event). */
-  readonly events: (TraceEvent | undefined)[];
+  /** For the rule of location number n: at 2n its last trace event, at 2n + 1 the result it was
+   * made for (knownRuleEvent; evaluate-chain.ts shares the event with the next packet that makes
+   * the same one). Side by side, so that finding it takes one read of this array. */
+  readonly events: (TraceEvent | RuleResult | undefined)[];
   /** The statements the instructions stand for, by the instructions' statement number: what an
    * instruction reads of its statement is there, without the rule (cold in memory) in between. */
   readonly stmts: Stmt[];
@@ -71,8 +73,9 @@ export function createCodeArena(): CodeArena {
   return { buf: new Float64Array(4096), length: 0, locs: [], events: [], stmts: [], jumps: [], elementResults: new Map(), sets: [] };
 }
 
-/** [location number (-1: not made yet)]: before a rule's instructions. */
-const HEADER = 1;
+/** [location number (-1: not made yet), the mark its last trace event was made for (NaN: none),
+ * the number of that event's base chain entry (HookEntry.id)]: before a rule's instructions. */
+const HEADER = 3;
 
 /** The number of the current rule's (ctx) location in `locs`, compiled at `start`: one object
  * per rule, shared by its events (a Loc is never changed once made). */
@@ -81,9 +84,28 @@ export function compiledLocId(arena: CodeArena, start: number, ctx: SimContext):
   if (known >= 0) return known;
   const id = arena.locs.length;
   arena.locs.push(locOf(currentRule(ctx)!));
-  arena.events.push(undefined);
+  arena.events.push(undefined, undefined);
   arena.buf[start] = id;
   return id;
+}
+
+/** The last trace event of the compiled rule at `start` (location number `id`) when it was made
+ * for this mark, base chain entry and result: the entry settles the hook, family, table,
+ * priority and order, the result (never changed once made) the verdict, and the rule the chain
+ * and location, so the event is the same one. Found from the rule's header and one slot pair,
+ * without reading the event, which is cold in memory when the packets meet many rules. */
+export function knownRuleEvent(arena: CodeArena, start: number, id: number, mark: number, entryId: number, result: RuleResult): TraceEvent | undefined {
+  const buf = arena.buf;
+  if (buf[start + 1] !== mark || buf[start + 2] !== entryId || arena.events[2 * id + 1] !== result) return undefined;
+  return arena.events[2 * id] as TraceEvent;
+}
+
+/** Keeps `event` as the rule's last one, for knownRuleEvent. */
+export function keepRuleEvent(arena: CodeArena, start: number, id: number, mark: number, entryId: number, result: RuleResult, event: TraceEvent): void {
+  arena.buf[start + 1] = mark;
+  arena.buf[start + 2] = entryId;
+  arena.events[2 * id] = event;
+  arena.events[2 * id + 1] = result;
 }
 
 function compiledLoc(arena: CodeArena, start: number, ctx: SimContext): Loc {
@@ -164,7 +186,7 @@ function lengthOf(buf: Float64Array, pc: number): number {
 /** Compiles `rule` into the arena; its code's offset. Reads no more of the rule than its
  * statements need: most rules of a big ruleset are cold in memory when first compiled. */
 export function compileRule(rule: Rule, arena: CodeArena): number {
-  const out: number[] = [-1];
+  const out: number[] = [-1, NaN, -1];
   const stmts = rule.stmts;
   for (let i = 0; i < stmts.length; i++) {
     const stmt = stmts[i]!;

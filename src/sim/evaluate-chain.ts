@@ -4,7 +4,7 @@
 
 import type { Chain, Rule } from '../model/ast.js';
 import { chainIndexOf, findNextRule, type ChainIndex } from './chain-index.js';
-import { compiledLocId, compileRule, runCompiledRule } from './compile-rule.js';
+import { compiledLocId, compileRule, keepRuleEvent, knownRuleEvent, runCompiledRule, type CodeArena } from './compile-rule.js';
 import { evaluateRule, reportUnsupported, type RuleResult } from './evaluate-stmt.js';
 import { formatMark, type TraceEvent, type Loc } from './outcome.js';
 import type { HookEntry, HookIndex } from './pipeline.js';
@@ -91,7 +91,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
     const verdict = result.verdict;
     if (start >= 0) {
       const id = compiledLocId(arena, start, ctx);
-      ctx.trace.push((arena.events[id] = eventOf(arena.events[id], ctx, entry, 'rule', verdict.text, arena.locs[id]!)));
+      ctx.trace.push(knownRuleEvent(arena, start, id, ctx.pkt.mark, entry.id, result) ?? newRuleEvent(arena, start, id, ctx, entry, result));
     } else ctx.trace.push(eventOf(undefined, ctx, entry, 'rule', verdict.text, locOf(chain.rules[position]!)));
     switch (verdict.name) {
       case 'continue':
@@ -152,6 +152,12 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   if (baseIndex) ctx.trace.push((baseIndex.policy = eventOf(baseIndex.policy, ctx, entry, 'policy', policy, (baseIndex.loc ??= locOf(base)))));
   else ctx.trace.push(eventOf(undefined, ctx, entry, 'policy', policy, locOf(base)));
   return policy === 'accept' ? ACCEPTED : { verdict: policy, by: base };
+}
+
+function newRuleEvent(arena: CodeArena, start: number, id: number, ctx: SimContext, entry: HookEntry, result: Extract<RuleResult, { matched: true }>): TraceEvent {
+  const event = eventOf(undefined, ctx, entry, 'rule', result.verdict.text, arena.locs[id]!);
+  keepRuleEvent(arena, start, id, ctx.pkt.mark, entry.id, result, event);
+  return event;
 }
 
 // The mark changes seldom along a packet's way: its text is made once per value.

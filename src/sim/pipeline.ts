@@ -154,7 +154,12 @@ export interface HookEntry {
   /** Another chain of this packet's hook list shares the slot: the kernel's order between them
    * is the registration order, which nftsim takes from the listing order. */
   readonly orderDependent: boolean;
+  /** A number of its own: a compiled rule keeps its last trace event with the number of the
+   * entry it was made in (compile-rule.ts knownRuleEvent). */
+  readonly id: number;
 }
+
+let entryIds = 0;
 
 interface Registered {
   readonly table: Table;
@@ -246,6 +251,7 @@ function orderChains(index: HookIndex, hook: Hook, family: AddressFamily, iif: s
     chain: r.chain,
     priority: r.priority,
     orderDependent: sorted.some((o) => o !== r && isTied(hook, r, o)),
+    id: entryIds++,
   }));
 }
 

@@ -148,6 +148,32 @@ describe('compiled rules', () => {
     expectSameOutcomes(parse(fieldsRuleset), packet);
   });
 
+  // A compiled rule keeps its last trace event and gives it to the next packet that makes the
+  // same one (src/sim/compile-rule.ts knownRuleEvent): here one regular chain is entered from
+  // two hooks, by packets of different marks, and its verdict map gives each its own verdict.
+  it('give every packet the trace events of its own mark, hook and verdict', () => {
+    const text = [
+      'table ip t {',
+      '  chain pre { type filter hook prerouting priority -150; policy accept; jump tag }',
+      '  chain fw { type filter hook forward priority 0; policy accept; jump tag }',
+      '  chain tag {',
+      '    meta mark set meta mark | 0x1',
+      '    tcp dport vmap { 443 : jump seen, 80 : continue }',
+      '  }',
+      '  chain seen { counter }',
+      '}',
+      '',
+    ].join('\n');
+    const ruleset = parse(text);
+    const packets: PacketInput[] = [SYN, { ...SYN, mark: '0x0' }, { ...SYN, dport: 80 }, { ...SYN, mark: '0x20', dport: 80 }];
+    const references = packets.map((packet) => withoutIndexes(() => simulatePacket(ruleset, { host: HOST, packet })));
+    for (let round = 0; round < RUNS; round++) {
+      packets.forEach((packet, i) => expect(simulatePacket(ruleset, { host: HOST, packet })).toEqual(references[i]));
+    }
+    const marks = references[1]!.outcomes[0]!.trace.filter((e) => e.chain === 'tag' && e.kind === 'rule').map((e) => `${e.hook} ${e.mark} ${e.verdict}`);
+    expect(marks).toEqual(['prerouting 0x00000001 continue', 'prerouting 0x00000001 jump seen', 'forward 0x00000001 continue', 'forward 0x00000001 jump seen']);
+  });
+
   // 10.0.0.1 . 80 and 10.1.221.6 . 43300 have the same hash in the index of concatenations
   // (src/sim/lookup-element.ts hashParts): the candidate is checked part by part.
   it.each<[string, PacketInput]>([
