@@ -148,6 +148,12 @@ class TableState {
     this.diagnostics.push({ severity, code, message, span });
   }
 
+  /** A jump target as the chain's own name string when the chain is known: the simulator looks
+   * chains up by the names jumps give, and a Map finds the very string it holds by its hash,
+   * worked out here once, without comparing characters (in a kube-proxy dump each spelling of a
+   * name is a slice of the input, far from the others and cold by the time a packet jumps). */
+  private readonly chainName = (name: string): string => this.chains.get(name)?.name ?? name;
+
   declare(decl: IptablesChainDecl): void {
     const builtin = iptablesNftChain(this.name, decl.name) !== undefined;
     if (decl.policy !== undefined && !builtin) {
@@ -202,7 +208,7 @@ class TableState {
           this.deleteRule(chain, command);
           return;
         }
-        const rules = command.rule ? lowerRule(command.rule, this.family, span, this.diagnostics) : [];
+        const rules = command.rule ? lowerRule(command.rule, this.family, span, this.diagnostics, this.chainName) : [];
         const index = (command.position ?? (command.op === 'append' ? chain.rules.length + 1 : 1)) - 1;
         if (command.op === 'append') chain.rules.push(...rules);
         else if (index < 0 || index > chain.rules.length - (command.op === 'replace' ? 1 : 0)) {
@@ -336,13 +342,13 @@ function ruleKey(rule: Rule): string {
 
 /** The nft rules one iptables rule becomes: one per source × destination address (iptables
  * expands `-s a,b`), none when the line is for the other family (`-4` in ip6tables-restore). */
-export function lowerRule(rule: IptablesRule, family: 'ip' | 'ip6', span: Span, diagnostics: Diagnostic[]): Rule[] {
+export function lowerRule(rule: IptablesRule, family: 'ip' | 'ip6', span: Span, diagnostics: Diagnostic[], chainName: (name: string) => string = (name) => name): Rule[] {
   if (rule.onlyFamily !== undefined && (rule.onlyFamily === 'ipv6') !== (family === 'ip6')) return [];
   const sources = rule.source?.addresses ?? [undefined];
   const destinations = rule.destination?.addresses ?? [undefined];
   const rules: Rule[] = [];
   for (const s of sources) {
-    for (const d of destinations) rules.push(new RuleLowering(rule, family, span, diagnostics).lower(s, d));
+    for (const d of destinations) rules.push(new RuleLowering(rule, family, span, diagnostics, chainName).lower(s, d));
   }
   return rules;
 }
@@ -384,6 +390,7 @@ class RuleLowering {
     private readonly family: 'ip' | 'ip6',
     private readonly span: Span,
     private readonly diagnostics: Diagnostic[],
+    private readonly chainName: (name: string) => string,
   ) {}
 
   lower(source: AddressSpec | undefined, destination: AddressSpec | undefined): Rule {
@@ -883,7 +890,7 @@ class RuleLowering {
         else this.stmts.push({ kind: 'verdict', span, verdict: t.name === 'ACCEPT' ? 'accept' : t.name === 'DROP' ? 'drop' : 'return' });
         return;
       case 'chain':
-        this.stmts.push({ kind: 'verdict', span, verdict: t.jump === 'goto' ? 'goto' : 'jump', target: t.name });
+        this.stmts.push({ kind: 'verdict', span, verdict: t.jump === 'goto' ? 'goto' : 'jump', target: this.chainName(t.name) });
         return;
       case 'unknown':
         this.unsupported(span, `target "${t.name}"`);
