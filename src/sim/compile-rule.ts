@@ -10,31 +10,31 @@
 // Compiled: matches of an integer field of at most 32 bits (header fields, meta and ct keys, fib
 // types, with `&`/`|`/`^` and constants) against constants, prefixes, ranges, flag lists and
 // sets; verdicts; `meta mark set`; the random tests (`meta random`, iptables' statistic); the
-// state test of iptables' conntrack match; verdict maps on such fields; NAT statements (their
-// literals worked out). A statement with no effect on the packet's way (counter, log, an iptables
+// state test of iptables' conntrack match; verdict maps on such fields; NAT statements (what they
+// read of the statement worked out, evaluate-stmt.ts planNat). A statement with no effect on the packet's way (counter, log, an iptables
 // comment) has no instruction. Every other statement is an EVAL instruction: the interpreter
 // (evaluate-stmt.ts) evaluates it, as it evaluates every statement the first runs and with
 // indexes off, the reference test/sim/compile-rule.test.ts checks the compiled rules against. An
 // instruction does what the interpreter does for its statement, in its order: it breaks where
 // evaluateExpr does, and throws NotModelled where it would.
 
-import type { ElementExpr, Expr, MatchStmt, NatStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
+import type { ElementExpr, Expr, MatchStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
 import { prefixMask } from './address.js';
 import { constantOf, prefixBits, randomProbability } from './evaluate-expr.js';
 import {
   evaluateStmt,
   isTest,
-  natConstant,
   NO_MATCH,
   PLAIN_RESULTS,
   reportNotModelled,
   resultOf,
+  planNat,
   setUpNat,
   verdictOf,
   XT_CT_STATE_BITS,
   xtCtStateOf,
-  type NatValue,
+  type NatPlan,
   type RuleResult,
   type Verdict,
 } from './evaluate-stmt.js';
@@ -67,10 +67,12 @@ export interface CodeArena {
   readonly elementResults: Map<ElementExpr, RuleResult>;
   /** The sets of LOOKUP and VMAP instructions, by their slot, resolved when first needed. */
   readonly sets: (ResolvedLookup | undefined)[];
+  /** The plans of NAT instructions, by their operand. */
+  readonly nats: NatPlan[];
 }
 
 export function createCodeArena(): CodeArena {
-  return { buf: new Float64Array(4096), length: 0, locs: [], events: [], stmts: [], jumps: [], elementResults: new Map(), sets: [] };
+  return { buf: new Float64Array(4096), length: 0, locs: [], events: [], stmts: [], jumps: [], elementResults: new Map(), sets: [], nats: [] };
 }
 
 /** [location number (-1: not made yet), the mark its last trace event was made for (NaN: none),
@@ -151,7 +153,7 @@ const EVAL = 8;
 const LOOKUP = 9;
 /** [VMAP, k, set, concat, n, (field, arg, arg2) × n]: `key vmap …` on fields. */
 const VMAP = 10;
-/** [NAT, k, address, port]: a NAT statement, its literal address and port (-1: evaluated). */
+/** [NAT, k, plan]: a NAT statement, its plan in the arena's `nats`. */
 const NAT = 11;
 
 /** Comparisons of TEST: the value v against x (and y). */
@@ -167,10 +169,10 @@ function lengthOf(buf: Float64Array, pc: number): number {
     case CHOOSE:
       return 3;
     case CT_STATES:
-    case NAT:
       return 4;
     case RESULT:
     case JUMP:
+    case NAT:
       return 3;
     case MARK_SET:
       return 10;
@@ -253,11 +255,10 @@ function compileStmt(stmt: Stmt, k: number, rule: Rule, arena: CodeArena, out: n
       return true;
     case 'xt-extension':
       return compileXtMatch(stmt, k, out);
-    case 'nat': {
-      const u32 = (n: bigint | undefined): number => (n !== undefined && isU32(n) ? Number(n) : -1);
-      out.push(NAT, k, u32(natConstant(stmt.addr)), u32(natConstant(stmt.port)));
+    case 'nat':
+      out.push(NAT, k, arena.nats.length);
+      arena.nats.push(planNat(stmt));
       return true;
-    }
     default:
       return false;
   }
@@ -486,12 +487,6 @@ function lookupAt(arena: CodeArena, slot: number, k: number, ctx: SimContext): R
   return resolved;
 }
 
-function natValueOf(n: number): NatValue | undefined {
-  if (n < 0) return undefined;
-  const value = BigInt(n);
-  return { low: value, high: value };
-}
-
 // Random branches of one probability share their weights (a chooser only reads them).
 const weightsByProbability = new Map<number, readonly number[]>();
 
@@ -545,8 +540,7 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
             return result;
           }
           case NAT: {
-            const stmt = arena.stmts[buf[pc + 1]!] as NatStmt;
-            const verdict = setUpNat(stmt, ctx, { address: natValueOf(buf[pc + 2]!), port: natValueOf(buf[pc + 3]!), at: compiledLoc(arena, start, ctx) });
+            const verdict = setUpNat(arena.nats[buf[pc + 2]!]!, ctx, compiledLoc(arena, start, ctx));
             return verdict ? resultOf(verdict) : NO_MATCH;
           }
           case MARK_SET: {

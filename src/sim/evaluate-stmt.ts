@@ -7,7 +7,7 @@ import type { ChainIndex } from './chain-index.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
 import { localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
 import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
-import { IPS } from './conntrack-table.js';
+import { IPS, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc } from './outcome.js';
@@ -185,7 +185,7 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
     case 'payload-set':
       return setPayload(stmt.target, stmt.value, ctx);
     case 'nat': {
-      const verdict = setUpNat(stmt, ctx, undefined);
+      const verdict = setUpNat(planNat(stmt), ctx, undefined);
       return verdict ? resultOf(verdict) : NO_MATCH;
     }
     case 'reject':
@@ -487,18 +487,55 @@ function literalNatPart(expr: Expr): bigint | undefined {
 
 /** What natValue gives for a single literal (the same for every packet), undefined when it is
  * not one or evaluating it throws (then it is evaluated per packet, and throws there). */
-export function natConstant(expr: Expr | undefined): bigint | undefined {
+function natConstant(expr: Expr | undefined): bigint | undefined {
   if (expr?.kind !== 'literal') return undefined;
   const value = literalNatPart(expr) ?? constantOf(expr);
   return typeof value === 'bigint' ? value : undefined;
 }
 
-/** The values of a NAT statement's literal address and port, worked out by a compiled rule
- * (compile-rule.ts natConstant; absent, they are evaluated), and the rule's location. */
-export interface PreparedNat {
-  readonly address: NatValue | undefined;
-  readonly port: NatValue | undefined;
-  readonly at: Loc;
+/** What setUpNat reads of a NAT statement, worked out once (planNat): a compiled rule keeps the
+ * plan of its NAT statement (compile-rule.ts), so that a packet reads one object where the
+ * statement, its flags and its literals are several, cold in memory when packets meet many
+ * rules. */
+export interface NatPlan {
+  readonly stmt: NatStmt;
+  readonly type: NatStmt['type'];
+  readonly family: NatStmt['family'];
+  readonly wants: NatManip;
+  /** `random` or `fully-random`. */
+  readonly random: boolean;
+  /** The address is looked up in a map, or gives the address and the port together. */
+  readonly mapped: boolean;
+  /** The key of the map the address is looked up in. */
+  readonly mapKey: Expr | undefined;
+  readonly addr: Expr | undefined;
+  readonly port: Expr | undefined;
+  /** The port when it is a range (of which DNAT may keep the packet's port). */
+  readonly portRange: Extract<Expr, { kind: 'range' }> | undefined;
+  /** The literal address and port, the same for every packet (natConstant); else evaluated. */
+  readonly constantAddress: NatValue | undefined;
+  readonly constantPort: NatValue | undefined;
+}
+
+export function planNat(stmt: NatStmt): NatPlan {
+  const constant = (expr: Expr | undefined): NatValue | undefined => {
+    const value = natConstant(expr);
+    return value === undefined ? undefined : { low: value, high: value };
+  };
+  return {
+    stmt,
+    type: stmt.type,
+    family: stmt.family,
+    wants: stmt.type === 'dnat' || stmt.type === 'redirect' ? 'dst' : 'src',
+    random: stmt.flags.includes('random') || stmt.flags.includes('fully-random'),
+    mapped: stmt.form === 'addr . port' || stmt.addr?.kind === 'map',
+    mapKey: stmt.addr?.kind === 'map' ? stmt.addr.key : undefined,
+    addr: stmt.addr,
+    port: stmt.port,
+    portRange: stmt.port?.kind === 'range' ? stmt.port : undefined,
+    constantAddress: constant(stmt.addr),
+    constantPort: constant(stmt.port),
+  };
 }
 
 /** Sets up a NAT mapping as nf_nat_setup_info does and returns the verdict the nat expressions
@@ -506,48 +543,51 @@ export interface PreparedNat {
  * rewritten now: the chain ends here and later nat chains at this hook are skipped, so only
  * the chains after the NAT hook see it, as after nf_nat_packet. Undefined: a map had no element
  * for the packet, so the rule does not match. */
-export function setUpNat(stmt: NatStmt, ctx: SimContext, prepared: PreparedNat | undefined): Verdict | undefined {
+export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): Verdict | undefined {
   const manip = NAT_MANIP[ctx.hook];
-  const wants = stmt.type === 'dnat' || stmt.type === 'redirect' ? 'dst' : 'src';
-  if (manip !== wants) throw new NotModelled(`${stmt.type} at the ${ctx.hook} hook (the kernel refuses it there)`);
+  const wants = plan.wants;
+  if (manip !== wants) throw new NotModelled(`${plan.type} at the ${ctx.hook} hook (the kernel refuses it there)`);
   // A map's key is loaded before the NAT runs: `ip daddr` of an IPv6 packet breaks the rule
   // (nft's implicit `meta nfproto ipv4` dependency) before nft_nat_inet_eval's family check.
-  if (stmt.addr?.kind === 'map' && evaluateExpr(stmt.addr.key, ctx) === undefined) return undefined;
-  if (stmt.family && stmt.family !== ctx.family) return PLAIN_RESULTS.continue.verdict;
+  if (plan.mapKey && evaluateExpr(plan.mapKey, ctx) === undefined) return undefined;
+  if (plan.family && plan.family !== ctx.family) return PLAIN_RESULTS.continue.verdict;
   const family = ctx.family;
   const p = ctx.pkt;
-  let addressExpr = stmt.addr;
-  let portExpr = stmt.port;
+  let addressValue = plan.constantAddress;
+  let portValue = plan.constantPort;
+  let portExpr = plan.port;
   // `dnat ip addr . port to ip daddr . tcp dport map @m` (kube-proxy nftables mode): the map's
   // data is an address and a port.
-  if (stmt.form === 'addr . port' || (addressExpr && addressExpr.kind === 'map')) {
-    const both = addressExpr ? evaluateExpr(addressExpr, ctx) : undefined;
+  if (plan.mapped) {
+    const both = plan.addr ? evaluateExpr(plan.addr, ctx) : undefined;
     if (Array.isArray(both) && both.length === 2 && typeof both[0] === 'bigint' && typeof both[1] === 'bigint') {
-      addressExpr = { kind: 'literal', span: stmt.span, text: formatAddress({ family, n: both[0] }), value: { type: family === 'ip' ? 'ipv4' : 'ipv6', addr: formatAddress({ family, n: both[0] }) } };
-      portExpr = { kind: 'literal', span: stmt.span, text: String(both[1]), value: { type: 'integer', n: Number(both[1]) } };
+      addressValue = { low: both[0], high: both[0] };
+      portValue = { low: both[1], high: both[1] };
+      portExpr = undefined;
       // No element for the key: NFT_BREAK, the rule does not match (nft_lookup.c).
     } else if (both === undefined) return undefined;
   }
   let address: Address | undefined;
   let addressText: string;
-  if (stmt.type === 'masquerade' || stmt.type === 'redirect') {
-    const dev = stmt.type === 'masquerade' ? ctx.oif : ctx.iif;
+  if (plan.type === 'masquerade' || plan.type === 'redirect') {
+    const dev = plan.type === 'masquerade' ? ctx.oif : ctx.iif;
     address = dev === undefined ? parseAddress(family === 'ip' ? '127.0.0.1' : '::1') : primaryAddress(ctx.host, dev, family);
     // No address on the egress interface: the kernel drops (nf_nat_masquerade.c returns NF_DROP).
     if (!address) return PLAIN_RESULTS.drop.verdict;
     addressText = formatAddress(address);
   } else {
-    const a = (addressExpr === stmt.addr ? prepared?.address : undefined) ?? natValue(addressExpr, ctx);
-    if (!a) throw new NotModelled(`${stmt.type} without an address`);
+    const a = addressValue ?? natValue(plan.addr, ctx);
+    if (!a) throw new NotModelled(`${plan.type} without an address`);
     address = { family, n: a.low };
     addressText = natText(a, (n) => formatAddress({ family, n }));
   }
-  const random = stmt.flags.includes('random') || stmt.flags.includes('fully-random');
+  const random = plan.random;
   // DNAT to a port range without random flags is not random: the port stays when it is in the
   // range, else the range's first is taken (nf_nat_core.c get_unique_tuple, and
   // nf_nat_l4proto_unique_tuple's offset 0 for the destination), while that tuple is unused.
-  const picked = wants === 'dst' && !random && portExpr?.kind === 'range' && typeof p.dport === 'number' ? pickDestinationPort(portExpr, p.dport, ctx) : undefined;
-  const port = picked === undefined ? ((portExpr === stmt.port ? prepared?.port : undefined) ?? natValue(portExpr, ctx)) : undefined;
+  const range = portExpr === plan.port ? plan.portRange : undefined;
+  const picked = wants === 'dst' && !random && range && typeof p.dport === 'number' ? pickDestinationPort(range, p.dport, ctx) : undefined;
+  const port = picked === undefined ? (portValue ?? natValue(portExpr, ctx)) : undefined;
   const rewrite = wants === 'dst' ? 'dport' : 'sport';
   const oldPort = p[rewrite];
   let portText: string | undefined;
@@ -574,6 +614,6 @@ export function setUpNat(stmt: NatStmt, ctx: SimContext, prepared: PreparedNat |
   ctx.natDone.add(wants);
   // nf_nat_setup_info marks the entry SNAT/DNAT only when the new tuple differs from the old.
   if (changed) ctx.ct.status |= wants === 'dst' ? IPS.dstNat : IPS.srcNat;
-  ctx.nat.push({ type: stmt.type, to: formatEndpoint(addressText, portText, family), at: prepared?.at ?? locOf(currentRule(ctx)!) });
+  ctx.nat.push({ type: plan.type, to: formatEndpoint(addressText, portText, family), at: at ?? locOf(currentRule(ctx)!) });
   return PLAIN_RESULTS.accept.verdict;
 }
