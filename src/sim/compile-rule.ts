@@ -123,8 +123,8 @@ function resolvedResult(verdict: Verdict, ctx: SimContext): RuleResult {
   const chain = ctx.index.chains.get(ctx.table)!.get(verdict.target);
   const index = chain && builtChainIndex(ctx.index, chain);
   if (!index) return resultOf(verdict);
-  if (verdict.name === 'jump') return (index.jump ??= { matched: true, verdict: { ...verdict, to: index } });
-  return (index.goto ??= { matched: true, verdict: { ...verdict, to: index } });
+  if (verdict.name === 'jump') return (index.jump ??= { matched: true, name: 'jump', verdict, to: index });
+  return (index.goto ??= { matched: true, name: 'goto', verdict, to: index });
 }
 
 // Instructions: the opcode, the statement's number in the arena's `stmts` (what it reads of the
@@ -532,8 +532,7 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
             if (id >= 0) return arena.jumps[id]!;
             const stmt = arena.stmts[buf[pc + 1]!] as Extract<Stmt, { kind: 'verdict' }>;
             const result = resolvedResult(verdictOf(stmt.verdict, stmt.target), ctx);
-            const verdict = result.matched ? result.verdict : undefined;
-            if ((verdict?.name === 'jump' || verdict?.name === 'goto') && verdict.to) {
+            if (result.matched && result.to) {
               buf[pc + 2] = arena.jumps.length;
               arena.jumps.push(result);
             }

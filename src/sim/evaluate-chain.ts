@@ -5,7 +5,7 @@
 import type { Chain, Rule } from '../model/ast.js';
 import { chainIndexOf, findNextRule, type ChainIndex } from './chain-index.js';
 import { compiledLocId, compileRule, keepRuleEvent, knownRuleEvent, runCompiledRule, type CodeArena } from './compile-rule.js';
-import { evaluateRule, reportUnsupported, type RuleResult } from './evaluate-stmt.js';
+import { evaluateRule, reportUnsupported, type RuleResult, type Verdict } from './evaluate-stmt.js';
 import { formatMark, type TraceEvent, type Loc } from './outcome.js';
 import type { HookEntry, HookIndex } from './pipeline.js';
 import { locOf, type SimContext } from './sim-context.js';
@@ -88,12 +88,12 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
     const start = index ? compiledAt(hooks, index, position) : -1;
     const result: RuleResult = start >= 0 ? runCompiledRule(arena, start, ctx) : evaluateRule(chain.rules[position]!, ctx);
     if (!result.matched) continue;
-    const verdict = result.verdict;
     if (start >= 0) {
       const id = compiledLocId(arena, start, ctx);
       ctx.trace.push(knownRuleEvent(arena, start, id, ctx.pkt.mark, entry.id, result) ?? newRuleEvent(arena, start, id, ctx, entry, result));
-    } else ctx.trace.push(eventOf(undefined, ctx, entry, 'rule', verdict.text, locOf(chain.rules[position]!)));
-    switch (verdict.name) {
+    } else ctx.trace.push(eventOf(undefined, ctx, entry, 'rule', result.verdict.text, locOf(chain.rules[position]!)));
+    const name = result.name;
+    switch (name) {
       case 'continue':
         continue;
       case 'accept':
@@ -101,7 +101,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
       case 'reject':
       case 'queue':
         // The rule is read only for an ending: an accept goes on to the next base chain.
-        return verdict.name === 'accept' ? ACCEPTED : { verdict: verdict.name, by: chain.rules[position]! };
+        return name === 'accept' ? ACCEPTED : { verdict: name, by: chain.rules[position]! };
       case 'return': {
         // Back to the caller; from the base chain itself, on to its policy.
         if (depth === 0) {
@@ -118,14 +118,14 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
       }
       case 'jump':
       case 'goto': {
-        const to = verdict.to;
+        const to = result.to;
         // A compiled jump knows its target; an interpreted one looks it up in the rule's table.
-        const target = to ? to.chain : hooks.chains.get(entry.table)!.get(verdict.target);
+        const target = to ? to.chain : hooks.chains.get(entry.table)!.get(targetOf(result.verdict));
         if (!target) {
-          reportUnsupported(ctx, `${verdict.name} to chain ${verdict.target}, which is not in table ${entry.table.family} ${entry.table.name}`, chain.rules[position]);
+          reportUnsupported(ctx, `${name} to chain ${targetOf(result.verdict)}, which is not in table ${entry.table.family} ${entry.table.name}`, chain.rules[position]);
           return { verdict: 'unknown', by: chain.rules[position]! };
         }
-        if (verdict.name === 'jump') {
+        if (name === 'jump') {
           if (depth >= JUMP_STACK_SIZE) {
             reportUnsupported(ctx, `jumps nest deeper than ${JUMP_STACK_SIZE}: the kernel refuses such a ruleset`, chain.rules[position]);
             return { verdict: 'unknown', by: chain.rules[position]! };
@@ -141,7 +141,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
         continue;
       }
       default: {
-        const exhaustive: never = verdict;
+        const exhaustive: never = name;
         return exhaustive;
       }
     }
@@ -152,6 +152,10 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   if (baseIndex) ctx.trace.push((baseIndex.policy = eventOf(baseIndex.policy, ctx, entry, 'policy', policy, (baseIndex.loc ??= locOf(base)))));
   else ctx.trace.push(eventOf(undefined, ctx, entry, 'policy', policy, locOf(base)));
   return policy === 'accept' ? ACCEPTED : { verdict: policy, by: base };
+}
+
+function targetOf(verdict: Verdict): string {
+  return verdict.name === 'jump' || verdict.name === 'goto' ? verdict.target : '';
 }
 
 function newRuleEvent(arena: CodeArena, start: number, id: number, ctx: SimContext, entry: HookEntry, result: Extract<RuleResult, { matched: true }>): TraceEvent {

@@ -20,15 +20,20 @@ import type { CtStateName } from './packet.js';
  * the kernel's trace shows, nft_reject_inet.c ends the packet with NF_DROP). */
 export type Verdict =
   | { readonly name: 'continue' | 'accept' | 'drop' | 'reject' | 'queue' | 'return'; readonly text: string }
+  | { readonly name: 'jump' | 'goto'; readonly target: string; readonly text: string };
+
+export type RuleResult =
+  | { readonly matched: false }
   | {
-      readonly name: 'jump' | 'goto';
-      readonly target: string;
-      readonly text: string;
-      /** The target chain's index, when a compiled rule resolved it (compile-rule.ts). */
+      readonly matched: true;
+      /** The verdict's name, beside it: evaluate-chain.ts reads the verdict itself only for its
+       * text (a new trace event) or an unresolved target (results are shared by the packets and
+       * rules that give them, and each object read is a cache miss when they are many). */
+      readonly name: Verdict['name'];
+      readonly verdict: Verdict;
+      /** The target chain's index, for a jump or goto a compiled rule resolved (compile-rule.ts). */
       readonly to?: ChainIndex;
     };
-
-export type RuleResult = { readonly matched: false } | { readonly matched: true; readonly verdict: Verdict };
 
 export const NO_MATCH: RuleResult = { matched: false };
 
@@ -37,16 +42,16 @@ type PlainVerdict = Exclude<Verdict['name'], 'jump' | 'goto'>;
 // The results of the verdicts without a target are the same for every rule and packet: made
 // once, not per evaluated rule.
 export const PLAIN_RESULTS: Readonly<Record<PlainVerdict, RuleResult & { matched: true }>> = {
-  continue: { matched: true, verdict: { name: 'continue', text: 'continue' } },
-  accept: { matched: true, verdict: { name: 'accept', text: 'accept' } },
-  drop: { matched: true, verdict: { name: 'drop', text: 'drop' } },
-  reject: { matched: true, verdict: { name: 'reject', text: 'drop' } },
-  queue: { matched: true, verdict: { name: 'queue', text: 'queue' } },
-  return: { matched: true, verdict: { name: 'return', text: 'return' } },
+  continue: { matched: true, name: 'continue', verdict: { name: 'continue', text: 'continue' } },
+  accept: { matched: true, name: 'accept', verdict: { name: 'accept', text: 'accept' } },
+  drop: { matched: true, name: 'drop', verdict: { name: 'drop', text: 'drop' } },
+  reject: { matched: true, name: 'reject', verdict: { name: 'reject', text: 'drop' } },
+  queue: { matched: true, name: 'queue', verdict: { name: 'queue', text: 'queue' } },
+  return: { matched: true, name: 'return', verdict: { name: 'return', text: 'return' } },
 };
 
 export function resultOf(verdict: Verdict): RuleResult {
-  return verdict.name === 'jump' || verdict.name === 'goto' ? { matched: true, verdict } : PLAIN_RESULTS[verdict.name];
+  return verdict.name === 'jump' || verdict.name === 'goto' ? { matched: true, name: verdict.name, verdict } : PLAIN_RESULTS[verdict.name];
 }
 
 /** Records that nftsim could not model something of the current rule, and what it assumed. */
