@@ -503,10 +503,9 @@ function natConstant(expr: Expr | undefined): bigint | undefined {
  * statement, its flags and its literals are several, cold in memory when packets meet many
  * rules. */
 export interface NatPlan {
-  readonly stmt: NatStmt;
+  readonly wants: NatManip;
   readonly type: NatStmt['type'];
   readonly family: NatStmt['family'];
-  readonly wants: NatManip;
   /** `random` or `fully-random`. */
   readonly random: boolean;
   /** The address is looked up in a map, or gives the address and the port together. */
@@ -520,6 +519,14 @@ export interface NatPlan {
   /** The literal address and port, the same for every packet (natConstant); else evaluated. */
   readonly constantAddress: NatValue | undefined;
   readonly constantPort: NatValue | undefined;
+  /** The literal port as the packet gets it and as the NAT event shows it. */
+  readonly constantPortNumber: number | undefined;
+  readonly constantPortText: string | undefined;
+  /** The literal address as the packet gets it and its text, made for the family of the first
+   * packet that needed it (every later one's, but in an inet table): an address is never changed
+   * once made, so packets share it. */
+  constantTo: { readonly address: Address; readonly text: string } | undefined;
+  readonly stmt: NatStmt;
 }
 
 export function planNat(stmt: NatStmt): NatPlan {
@@ -527,11 +534,11 @@ export function planNat(stmt: NatStmt): NatPlan {
     const value = natConstant(expr);
     return value === undefined ? undefined : { low: value, high: value };
   };
+  const constantPort = constant(stmt.port);
   return {
-    stmt,
+    wants: stmt.type === 'dnat' || stmt.type === 'redirect' ? 'dst' : 'src',
     type: stmt.type,
     family: stmt.family,
-    wants: stmt.type === 'dnat' || stmt.type === 'redirect' ? 'dst' : 'src',
     random: stmt.flags.includes('random') || stmt.flags.includes('fully-random'),
     mapped: stmt.form === 'addr . port' || stmt.addr?.kind === 'map',
     mapKey: stmt.addr?.kind === 'map' ? stmt.addr.key : undefined,
@@ -539,7 +546,11 @@ export function planNat(stmt: NatStmt): NatPlan {
     port: stmt.port,
     portRange: stmt.port?.kind === 'range' ? stmt.port : undefined,
     constantAddress: constant(stmt.addr),
-    constantPort: constant(stmt.port),
+    constantPort,
+    constantPortNumber: constantPort && Number(constantPort.low),
+    constantPortText: constantPort && String(constantPort.low),
+    constantTo: undefined,
+    stmt,
   };
 }
 
@@ -580,6 +591,13 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
     // No address on the egress interface: the kernel drops (nf_nat_masquerade.c returns NF_DROP).
     if (!address) return PLAIN_RESULTS.drop.verdict;
     addressText = formatAddress(address);
+  } else if (addressValue !== undefined && addressValue === plan.constantAddress) {
+    if (plan.constantTo?.address.family !== family) {
+      const to: Address = { family, n: addressValue.low };
+      plan.constantTo = { address: to, text: formatAddress(to) };
+    }
+    address = plan.constantTo.address;
+    addressText = plan.constantTo.text;
   } else {
     const a = addressValue ?? natValue(plan.addr, ctx);
     if (!a) throw new NotModelled(`${plan.type} without an address`);
@@ -599,6 +617,9 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   if (picked !== undefined) {
     portText = String(picked);
     p.dport = picked;
+  } else if (port && port === plan.constantPort) {
+    portText = plan.constantPortText;
+    p[rewrite] = plan.constantPortNumber;
   } else if (port) {
     portText = natText(port, String);
     p[rewrite] = portText.includes('-') ? portText : Number(port.low);
