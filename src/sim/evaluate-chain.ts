@@ -154,10 +154,13 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   return policy === 'accept' ? ACCEPTED : { verdict: policy, by: base };
 }
 
+/** The chain a jump or goto verdict names (the result's name tells which verdicts have one). */
 function targetOf(verdict: Verdict): string {
   return verdict.name === 'jump' || verdict.name === 'goto' ? verdict.target : '';
 }
 
+/** A compiled rule's trace event when its last one does not fit (knownRuleEvent): made, and kept
+ * as its last one. */
 function newRuleEvent(arena: CodeArena, start: number, id: number, ctx: SimContext, entry: HookEntry, result: Extract<RuleResult, { matched: true }>): TraceEvent {
   const event = eventOf(undefined, ctx, entry, 'rule', result.verdict.text, arena.locs[id]!);
   keepRuleEvent(arena, start, id, ctx.pkt.mark, entry.id, result, event);
