@@ -26,7 +26,7 @@ import { isBitmaskType } from '../model/datatypes.js';
 import { constantOf, evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { fieldRefOf, readField, type FieldRef } from './packet-field.js';
 import type { RuleResult } from './evaluate-stmt.js';
-import type { HookIndex } from './pipeline.js';
+import type { HookEntry, HookIndex } from './pipeline.js';
 import type { Loc, TraceEvent } from './outcome.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
@@ -122,6 +122,12 @@ export function chainIndexOf(hooks: HookIndex, chain: Chain): ChainIndex | null 
   const index = buildChainIndex(chain);
   hooks.chainIndexes.set(chain, index);
   return index;
+}
+
+/** chainIndexOf for the base chain of a hook entry, kept in the entry once made. */
+export function baseChainIndexOf(hooks: HookIndex, entry: HookEntry): ChainIndex | null {
+  if (!indexesOn) return null;
+  return (entry.index ??= chainIndexOf(hooks, entry.chain));
 }
 
 /** The chain's index if it has one already (a compiled jump resolves its target with it). */

@@ -3,7 +3,7 @@
 // the end of the base chain applies its policy.
 
 import type { Chain, Rule } from '../model/ast.js';
-import { chainIndexOf, findNextRule, type ChainIndex } from './chain-index.js';
+import { baseChainIndexOf, chainIndexOf, findNextRule, type ChainIndex } from './chain-index.js';
 import { compiledLocId, compileRule, keepRuleEvent, knownRuleEvent, runCompiledRule, type CodeArena } from './compile-rule.js';
 import { evaluateRule, reportUnsupported, type RuleResult, type Verdict } from './evaluate-stmt.js';
 import { formatMark, type TraceEvent, type Loc } from './outcome.js';
@@ -62,7 +62,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   const arena = hooks.code;
   let depth = 0;
   let chain = base;
-  const baseIndex = chainIndexOf(hooks, base);
+  const baseIndex = baseChainIndexOf(hooks, entry);
   let index = baseIndex;
   let next = 0;
   for (;;) {

@@ -157,6 +157,9 @@ export interface HookEntry {
   /** A number of its own: a compiled rule keeps its last trace event with the number of the
    * entry it was made in (compile-rule.ts knownRuleEvent). */
   readonly id: number;
+  /** The chain's index once it has one (chain-index.ts baseChainIndexOf): every packet at the
+   * hook starts here, and the entry is at hand where the ruleset's map of indexes is not. */
+  index: ChainIndex | null | undefined;
 }
 
 let entryIds = 0;
@@ -252,6 +255,7 @@ function orderChains(index: HookIndex, hook: Hook, family: AddressFamily, iif: s
     priority: r.priority,
     orderDependent: sorted.some((o) => o !== r && isTied(hook, r, o)),
     id: entryIds++,
+    index: undefined,
   }));
 }
 
