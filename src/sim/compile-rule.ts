@@ -10,13 +10,14 @@
 // Compiled: matches of an integer field of at most 32 bits (header fields, meta and ct keys, fib
 // types, with `&`/`|`/`^` and constants) against constants, prefixes, ranges, flag lists and
 // sets; verdicts; `meta mark set`; the random tests (`meta random`, iptables' statistic); the
-// state test of iptables' conntrack match; verdict maps on such fields; NAT statements (what they
-// read of the statement worked out, evaluate-stmt.ts planNat). A statement with no effect on the packet's way (counter, log, an iptables
-// comment) has no instruction. Every other statement is an EVAL instruction: the interpreter
-// (evaluate-stmt.ts) evaluates it, as it evaluates every statement the first runs and with
-// indexes off, the reference test/sim/compile-rule.test.ts checks the compiled rules against. An
-// instruction does what the interpreter does for its statement, in its order: it breaks where
-// evaluateExpr does, and throws NotModelled where it would.
+// state test of iptables' conntrack match; verdict maps on such fields; NAT statements (what
+// they read of the statement planned once, evaluate-stmt.ts planNat). A statement with no effect
+// on the packet's way (counter, log, an iptables comment) has no instruction. Every other
+// statement is an EVAL instruction: the interpreter (evaluate-stmt.ts) evaluates it, as it
+// evaluates every statement the first runs and with indexes off, the reference
+// test/sim/compile-rule.test.ts checks the compiled rules against. An instruction does what the
+// interpreter does for its statement, in its order: it breaks where evaluateExpr does, and throws
+// NotModelled where it would.
 
 import type { ElementExpr, Expr, MatchStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
@@ -27,9 +28,9 @@ import {
   isTest,
   NO_MATCH,
   PLAIN_RESULTS,
+  planNat,
   reportNotModelled,
   resultOf,
-  planNat,
   setUpNat,
   verdictOf,
   XT_CT_STATE_BITS,
