@@ -526,7 +526,6 @@ export interface NatPlan {
    * packet that needed it (every later one's, but in an inet table): an address is never changed
    * once made, so packets share it. */
   constantTo: { readonly address: Address; readonly text: string } | undefined;
-  readonly stmt: NatStmt;
 }
 
 export function planNat(stmt: NatStmt): NatPlan {
@@ -550,7 +549,6 @@ export function planNat(stmt: NatStmt): NatPlan {
     constantPortNumber: constantPort && Number(constantPort.low),
     constantPortText: constantPort && String(constantPort.low),
     constantTo: undefined,
-    stmt,
   };
 }
 
