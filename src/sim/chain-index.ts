@@ -25,6 +25,7 @@ import type { Chain, Expr, Rule, Stmt } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
 import { constantOf, evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { fieldRefOf, readField, type FieldRef } from './packet-field.js';
+import { PositionTable } from './position-table.js';
 import type { RuleResult } from './evaluate-stmt.js';
 import type { HookEntry, HookIndex } from './pipeline.js';
 import type { Loc, TraceEvent } from './outcome.js';
@@ -69,14 +70,18 @@ interface Probe {
   readonly type: 'number' | 'bigint' | 'string';
 }
 
+interface PositionsByKey {
+  get(key: KeyValue): number | readonly number[] | undefined;
+}
+
 interface IndexedRun {
   readonly end: number;
   /** Every field read by a rule's tests up to its key, evaluated before picking a rule. */
   readonly probes: readonly Probe[];
   /** For each key field (by its position in `probes`): value → its rule's position, or the
    * positions ascending when several rules have it (one array per value cost a kube-proxy
-   * chain's index tens of thousands of objects). */
-  readonly keys: readonly { readonly probe: number; readonly positions: ReadonlyMap<KeyValue, number | readonly number[]> }[];
+   * chain's index tens of thousands of objects). A field read as numbers has a PositionTable. */
+  readonly keys: readonly { readonly probe: number; readonly positions: PositionsByKey }[];
   /** The probes' values for the packet, filled anew for each pick (one array per run). */
   readonly values: (KeyValue | RtValue | undefined)[];
 }
@@ -361,5 +366,10 @@ function buildRun(start: number, end: number, tests: readonly KeyTest[][], types
     else if (typeof known === 'number') positions.set(keyValue, [known, start + i]);
     else known.push(start + i);
   });
-  return { end, probes, keys: [...keys].map(([probe, positions]) => ({ probe, positions })), values: new Array<KeyValue | undefined>(probes.length) };
+  return {
+    end,
+    probes,
+    keys: [...keys].map(([probe, positions]) => ({ probe, positions: numeric[probe] ? new PositionTable(positions as Map<number, number | number[]>) : positions })),
+    values: new Array<KeyValue | undefined>(probes.length),
+  };
 }
