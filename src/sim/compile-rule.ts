@@ -162,7 +162,6 @@ const CMP = { eq: 1, ne: 2, lt: 3, gt: 4, le: 5, ge: 6, anyBit: 7, maskEq: 8, ma
 
 const RESULT_CODES = ['continue', 'accept', 'drop', 'reject', 'queue', 'return'] as const;
 
-
 function lengthOf(buf: Float64Array, pc: number): number {
   switch (buf[pc]) {
     case TEST:

@@ -106,9 +106,18 @@ export function evaluateRule(rule: Rule, ctx: SimContext): RuleResult {
 /** The states iptables' `-m conntrack --ctstate` / `-m state --state` names, as bits
  * (xt_conntrack.c XT_CONNTRACK_STATE_*: the conntrack states, and SNAT / DNAT from the entry's
  * status). */
-export const XT_CT_STATE_BITS: Readonly<Record<string, number>> = { NEW: 1, ESTABLISHED: 2, RELATED: 4, INVALID: 8, UNTRACKED: 16, SNAT: 32, DNAT: 64 };
+const XT_STATES = { NEW: 1, ESTABLISHED: 2, RELATED: 4, INVALID: 8, UNTRACKED: 16, SNAT: 32, DNAT: 64 } as const;
 
-const XT_STATE_OF: Readonly<Record<CtStateName, number>> = { new: 1, established: 2, related: 4, invalid: 8, untracked: 16 };
+export const XT_CT_STATE_BITS: Readonly<Record<string, number>> = XT_STATES;
+
+/** The bit of each conntrack state, by nftsim's name of it. */
+const XT_STATE_OF: Readonly<Record<CtStateName, number>> = {
+  new: XT_STATES.NEW,
+  established: XT_STATES.ESTABLISHED,
+  related: XT_STATES.RELATED,
+  invalid: XT_STATES.INVALID,
+  untracked: XT_STATES.UNTRACKED,
+};
 
 /** The packet's state as the conntrack match sees it: before conntrack ran, invalid (or
  * untracked after notrack). */
@@ -116,7 +125,7 @@ export function xtCtStateOf(ctx: SimContext): number {
   const ct = ctx.ct;
   if (!ctx.ctAttached) return ct.state === 'untracked' ? XT_STATE_OF.untracked : XT_STATE_OF.invalid;
   let bits = XT_STATE_OF[ct.state];
-  if (hasConntrackEntry(ctx)) bits |= (ct.status & IPS.srcNat ? XT_CT_STATE_BITS.SNAT! : 0) | (ct.status & IPS.dstNat ? XT_CT_STATE_BITS.DNAT! : 0);
+  if (hasConntrackEntry(ctx)) bits |= (ct.status & IPS.srcNat ? XT_STATES.SNAT : 0) | (ct.status & IPS.dstNat ? XT_STATES.DNAT : 0);
   return bits;
 }
 

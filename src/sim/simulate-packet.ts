@@ -462,18 +462,24 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
 function martianReason(ctx: SimContext): string | undefined {
   const { src, dst } = ctx.pkt;
   if (src.family !== 'ip' || ctx.iif === 'lo') return undefined;
-  const on = `arriving on ${ctx.iif}`;
-  const first = (a: Address): number => Number(a.n >> 24n);
-  if (first(src) >= 224 && first(src) < 240) return `martian source ${formatAddress(src)} (a multicast address ${on})`;
-  if (src.n === LIMITED_BROADCAST) return `martian source ${formatAddress(src)} (the broadcast address ${on})`;
+  // First octets as Numbers, and the reason's text only for a martian: every received packet is
+  // checked.
+  const srcFirst = Number(src.n) >>> 24;
+  const dstFirst = Number(dst.n) >>> 24;
+  if (srcFirst >= 224 && srcFirst < 240) return martian('source', src, 'a multicast address', ctx);
+  if (src.n === LIMITED_BROADCAST) return martian('source', src, 'the broadcast address', ctx);
   const broadcast = dst.n === LIMITED_BROADCAST || (src.n === 0n && dst.n === 0n);
   if (!broadcast) {
-    if (first(src) === 0) return `martian source ${formatAddress(src)} (a 0.0.0.0/8 address ${on})`;
-    if (first(dst) === 127) return `martian destination ${formatAddress(dst)} (a loopback address ${on})`;
-    if (first(src) === 127) return `martian source ${formatAddress(src)} (a loopback address ${on})`;
-  } else if (first(src) === 0) return undefined;
-  if (localInterfaceOf(ctx.host, src)) return `martian source ${formatAddress(src)} (the host's own address ${on})`;
+    if (srcFirst === 0) return martian('source', src, 'a 0.0.0.0/8 address', ctx);
+    if (dstFirst === 127) return martian('destination', dst, 'a loopback address', ctx);
+    if (srcFirst === 127) return martian('source', src, 'a loopback address', ctx);
+  } else if (srcFirst === 0) return undefined;
+  if (localInterfaceOf(ctx.host, src)) return martian('source', src, "the host's own address", ctx);
   return undefined;
+}
+
+function martian(which: 'source' | 'destination', address: Address, what: string, ctx: SimContext): string {
+  return `martian ${which} ${formatAddress(address)} (${what} arriving on ${ctx.iif})`;
 }
 
 const LIMITED_BROADCAST = 0xffffffffn;
