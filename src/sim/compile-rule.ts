@@ -48,10 +48,16 @@ import { currentRule, locOf, NotModelled, type SimContext } from './sim-context.
 /** The code of every compiled rule of one ruleset, appended as rules are compiled. A rule's code
  * opens with the number of its location in `locs` (-1 until the rule first matches), so that its
  * trace events share one Loc and read nothing else of the rule, then what its last trace event
- * was made for (HEADER). */
+ * was made for (HEADER).
+ *
+ * The code is written into chunks that never move, each rule's inside one chunk, and a rule's
+ * offset says which (offsetOf). A single buffer grown by doubling copied all the code at each
+ * growth, into pages the system had to fault in anew: at 10,000 kube-proxy services those faults
+ * and copies were a seventh of the first pass over the bench's packets. */
 export interface CodeArena {
-  buf: Float64Array;
-  length: number;
+  readonly chunks: Float64Array[];
+  /** How much of the last chunk is written. */
+  used: number;
   /** The locations of the compiled rules that matched, by their header's number. */
   readonly locs: Loc[];
   /** For the rule of location number n: at 2n its last trace event, at 2n + 1 the result it was
@@ -73,7 +79,43 @@ export interface CodeArena {
 }
 
 export function createCodeArena(): CodeArena {
-  return { buf: new Float64Array(4096), length: 0, locs: [], events: [], stmts: [], jumps: [], elementResults: new Map(), sets: [], nats: [] };
+  return { chunks: [new Float64Array(FIRST_CHUNK)], used: 0, locs: [], events: [], stmts: [], jumps: [], elementResults: new Map(), sets: [], nats: [] };
+}
+
+// A rule's offset is its chunk's number above AT_BITS, its place in the chunk below. Offsets are
+// kept as offset + 1 in Int32Arrays (ChainIndex.code): chunk numbers stay below MAX_CHUNKS.
+const AT_BITS = 22;
+const AT_MASK = (1 << AT_BITS) - 1;
+const MAX_CHUNKS = (1 << (31 - AT_BITS)) - 1;
+// Chunks grow from a small first one (most rulesets are small) to LARGEST_CHUNK doubles.
+const FIRST_CHUNK = 4096;
+const LARGEST_CHUNK = 1 << 18;
+
+/** The chunk holding the code at `offset`; the code starts at atOf(offset) in it. */
+function chunkOf(arena: CodeArena, offset: number): Float64Array {
+  return arena.chunks[offset >>> AT_BITS]!;
+}
+
+function atOf(offset: number): number {
+  return offset & AT_MASK;
+}
+
+/** Writes `code` into the arena; its offset, or -1 when it fits no chunk (more code than a
+ * chunk holds in one rule, or more than MAX_CHUNKS chunks in all). */
+function append(arena: CodeArena, code: readonly number[]): number {
+  const chunks = arena.chunks;
+  let chunk = chunks[chunks.length - 1]!;
+  if (arena.used + code.length > chunk.length) {
+    const size = Math.max(Math.min(chunk.length * 2, LARGEST_CHUNK), code.length);
+    if (size > AT_MASK + 1 || chunks.length >= MAX_CHUNKS) return -1;
+    chunk = new Float64Array(size);
+    chunks.push(chunk);
+    arena.used = 0;
+  }
+  const at = arena.used;
+  for (let i = 0; i < code.length; i++) chunk[at + i] = code[i]!;
+  arena.used += code.length;
+  return ((chunks.length - 1) << AT_BITS) | at;
 }
 
 /** [location number (-1: not made yet), the mark its last trace event was made for (NaN: none),
@@ -83,12 +125,14 @@ const HEADER = 3;
 /** The number of the current rule's (ctx) location in `locs`, compiled at `start`: one object
  * per rule, shared by its events (a Loc is never changed once made). */
 export function compiledLocId(arena: CodeArena, start: number, ctx: SimContext): number {
-  const known = arena.buf[start]!;
+  const buf = chunkOf(arena, start);
+  const at = atOf(start);
+  const known = buf[at]!;
   if (known >= 0) return known;
   const id = arena.locs.length;
   arena.locs.push(locOf(currentRule(ctx)!));
   arena.events.push(undefined, undefined);
-  arena.buf[start] = id;
+  buf[at] = id;
   return id;
 }
 
@@ -98,15 +142,18 @@ export function compiledLocId(arena: CodeArena, start: number, ctx: SimContext):
  * and location, so the event is the same one. Found from the rule's header and one slot pair,
  * without reading the event, which is cold in memory when the packets meet many rules. */
 export function knownRuleEvent(arena: CodeArena, start: number, id: number, mark: number, entryId: number, result: RuleResult): TraceEvent | undefined {
-  const buf = arena.buf;
-  if (buf[start + 1] !== mark || buf[start + 2] !== entryId || arena.events[2 * id + 1] !== result) return undefined;
+  const buf = chunkOf(arena, start);
+  const at = atOf(start);
+  if (buf[at + 1] !== mark || buf[at + 2] !== entryId || arena.events[2 * id + 1] !== result) return undefined;
   return arena.events[2 * id] as TraceEvent;
 }
 
 /** Keeps `event` as the rule's last one, for knownRuleEvent. */
 export function keepRuleEvent(arena: CodeArena, start: number, id: number, mark: number, entryId: number, result: RuleResult, event: TraceEvent): void {
-  arena.buf[start + 1] = mark;
-  arena.buf[start + 2] = entryId;
+  const buf = chunkOf(arena, start);
+  const at = atOf(start);
+  buf[at + 1] = mark;
+  buf[at + 2] = entryId;
   arena.events[2 * id] = event;
   arena.events[2 * id + 1] = result;
 }
@@ -185,8 +232,9 @@ function lengthOf(buf: Float64Array, pc: number): number {
   }
 }
 
-/** Compiles `rule` into the arena; its code's offset. Reads no more of the rule than its
- * statements need: most rules of a big ruleset are cold in memory when first compiled. */
+/** Compiles `rule` into the arena; its code's offset, -1 when the code fits no chunk (the rule
+ * is interpreted then). Reads no more of the rule than its statements need: most rules of a big
+ * ruleset are cold in memory when first compiled. */
 export function compileRule(rule: Rule, arena: CodeArena): number {
   const out: number[] = [-1, NaN, -1];
   const stmts = rule.stmts;
@@ -203,16 +251,7 @@ export function compileRule(rule: Rule, arena: CodeArena): number {
     if (out.length > before) arena.stmts.push(stmt);
   }
   out.push(END);
-  if (arena.length + out.length > arena.buf.length) {
-    const grown = new Float64Array(Math.max(arena.buf.length * 2, arena.length + out.length));
-    grown.set(arena.buf.subarray(0, arena.length));
-    arena.buf = grown;
-  }
-  const start = arena.length;
-  const buf = arena.buf;
-  for (let i = 0; i < out.length; i++) buf[start + i] = out[i]!;
-  arena.length += out.length;
-  return start;
+  return append(arena, out);
 }
 
 function pushU32(out: number[], e: U32Expr): void {
@@ -501,8 +540,8 @@ function weightsOf(p: number): readonly number[] {
 
 /** Runs a compiled rule (the code at `start`), as evaluateRule runs its statements. */
 export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext): RuleResult {
-  const buf = arena.buf;
-  let pc = start + HEADER;
+  const buf = chunkOf(arena, start);
+  let pc = atOf(start) + HEADER;
   for (;;) {
     try {
       for (;;) {

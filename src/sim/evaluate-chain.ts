@@ -40,7 +40,8 @@ const stackNext: number[] = [];
 const INTERPRETED_RUNS = 1;
 
 /** Where the rule at `position` of an indexed chain is compiled, -1 while it is interpreted
- * (ChainIndex.code counts its runs until then, as negative numbers). */
+ * (ChainIndex.code counts its runs until then, as negative numbers; a rule whose code fits no
+ * chunk of the arena starts counting again). */
 function compiledAt(hooks: HookIndex, index: ChainIndex, position: number): number {
   const known = index.code[position]!;
   if (known > 0) return known - 1;

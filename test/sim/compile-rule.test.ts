@@ -14,7 +14,7 @@ import { withoutIndexes } from '../../src/sim/chain-index.js';
 import type { HostInput } from '../../src/sim/host.js';
 import type { PacketInput } from '../../src/sim/packet.js';
 import { simulateFlow } from '../../src/sim/simulate-flow.js';
-import { simulatePacket } from '../../src/sim/simulate-packet.js';
+import { indexOf, simulatePacket } from '../../src/sim/simulate-packet.js';
 import { GENERATED_HOST, arbitraryCase, renderCase } from '../kernel/differential-arbitraries.js';
 import { parse } from './helpers.js';
 
@@ -172,6 +172,20 @@ describe('compiled rules', () => {
     }
     const marks = references[1]!.outcomes[0]!.trace.filter((e) => e.chain === 'tag' && e.kind === 'rule').map((e) => `${e.hook} ${e.mark} ${e.verdict}`);
     expect(marks).toEqual(['prerouting 0x00000001 continue', 'prerouting 0x00000001 jump seen', 'forward 0x00000001 continue', 'forward 0x00000001 jump seen']);
+  });
+
+  // The arena writes code into chunks that never move (src/sim/compile-rule.ts append): here a
+  // chain's rules fill several, each changing the mark, so that the outcome depends on every rule
+  // running its own code wherever it was written.
+  it('run rules compiled into every chunk of the arena', () => {
+    const flips = Array.from({ length: 1000 }, (_, i) => (Math.imul(i + 1, 2654435761) >>> 0) & 0xffff);
+    const final = flips.reduce((mark, flip) => mark ^ flip, 0x4010);
+    const rules = [...flips.map((flip) => `meta mark set meta mark ^ 0x${flip.toString(16)}`), `meta mark 0x${final.toString(16)} accept`, 'drop'];
+    const ruleset = parse(chain('type filter hook prerouting priority 0; policy accept;', rules));
+    expectSameOutcomes(ruleset, SYN);
+    const outcome = simulatePacket(ruleset, { host: HOST, packet: SYN }).outcomes[0]!;
+    expect([outcome.verdict, outcome.mark]).toEqual(['accept', `0x${final.toString(16).padStart(8, '0')}`]);
+    expect(indexOf(ruleset).code.chunks.length).toBeGreaterThan(2);
   });
 
   // 10.0.0.1 . 80 and 10.1.221.6 . 43300 have the same hash in the index of concatenations
