@@ -17,17 +17,18 @@
 // field of integers is read as the compiled rules read it (packet-field.ts readField) and keyed by
 // numbers.
 //
-// The index of a chain also says where its rules' compiled code is (compile-rule.ts), once they
-// are compiled: the indexes and the compiled rules go together, on or off (withoutIndexes), and
-// are kept per HookIndex, that is per parsed ruleset.
+// The index of a chain also numbers its rules among the ruleset's, by which HookIndex.compiled
+// says where their compiled code is (compile-rule.ts) once they are compiled: the indexes and the
+// compiled rules go together, on or off (withoutIndexes), and are kept per HookIndex, that is per
+// parsed ruleset.
 
-import type { Chain, Expr, Rule, Stmt } from '../model/ast.js';
+import type { Chain, Expr, Rule, Stmt, Table } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
 import { constantOf, evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { fieldRefOf, readField, type FieldRef } from './packet-field.js';
 import { PositionTable } from './position-table.js';
 import type { RuleResult } from './evaluate-stmt.js';
-import type { HookEntry, HookIndex } from './pipeline.js';
+import type { HookIndex } from './pipeline.js';
 import type { Loc, TraceEvent } from './outcome.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
@@ -86,59 +87,72 @@ interface IndexedRun {
   readonly values: (KeyValue | RtValue | undefined)[];
 }
 
+/** A chain of the ruleset as packets meet it, made when a packet first enters it or a rule
+ * first jumps to it (chainIndexNamed), and kept in its table's map of names: a jump finds
+ * everything about its target here, and its long runs' index once a packet entered it. */
 export interface ChainIndex {
   readonly chain: Chain;
+  /** The number of the chain's first rule among the ruleset's (HookIndex.compiled). */
+  readonly first: number;
+  /** The chain's rule count: a compiled rule's run reads nothing of the chain's rules. */
+  readonly count: number;
+  /** Whether the runs below are built (at the first entry with indexes on). */
+  indexed: boolean;
   /** The indexed run a rule position belongs to, -1 for a rule run on its own; null when no
    * run is long enough to index. */
-  readonly runAt: Int32Array | null;
-  readonly runs: readonly IndexedRun[];
-  /** By rule position, 1 + the offset of the rule's code in the ruleset's code arena
-   * (compile-rule.ts) once it is compiled; until then, minus the times it was interpreted. */
-  readonly code: Int32Array;
+  runAt: Int32Array | null;
+  runs: readonly IndexedRun[];
   /** The chain's location (its policy and return events), made when first needed. */
   loc: Loc | undefined;
   /** The chain's last return and (for a base chain) policy events, shared with the next packet
    * that makes the same one (evaluate-chain.ts). */
   returned: TraceEvent | undefined;
   policy: TraceEvent | undefined;
-  /** The results of the compiled jumps and gotos to this chain (compile-rule.ts), one each,
-   * made when a packet first takes one. */
+  /** The results of the jumps and gotos to this chain, one each, made when a packet first
+   * takes one (evaluate-stmt.ts verdictResult). */
   jump: RuleResult | undefined;
   goto: RuleResult | undefined;
 }
 
-/** How many times a packet enters a chain too short to index before it gets an index (and its
- * rules the compiling that goes with it): most chains of a big ruleset are entered by a packet or
- * two, and an index is new memory for each. */
-const COLD_ENTRIES = 1;
-
-/** The index of a chain a packet enters (built once per chain of the ruleset `hooks` indexes);
- * null when indexes are off, or for a short chain the first COLD_ENTRIES times (its rules are
- * interpreted then, as without indexes). */
-export function chainIndexOf(hooks: HookIndex, chain: Chain): ChainIndex | null {
-  if (!indexesOn) return null;
-  const known = hooks.chainIndexes.get(chain);
-  if (typeof known === 'object') return known;
-  const entries = known ?? 0;
-  if (chain.rules.length < MIN_RUN && entries < COLD_ENTRIES) {
-    hooks.chainIndexes.set(chain, entries + 1);
-    return null;
-  }
-  const index = buildChainIndex(chain);
-  hooks.chainIndexes.set(chain, index);
+/** The index of the chain of `table` named `name` (a jump's target); undefined when the table
+ * has none. Made when first asked for: most chains of a big ruleset are never entered by a
+ * packet, and making an index for each of a 50,000-service ruleset's 300,000 chains cost a
+ * quarter of a second. */
+export function chainIndexNamed(hooks: HookIndex, table: Table, name: string): ChainIndex | undefined {
+  const byName = hooks.chains.get(table)!;
+  const known = byName.get(name);
+  if (known === undefined || 'first' in known) return known;
+  const index = createChainIndex(hooks, known);
+  byName.set(name, index);
   return index;
 }
 
-/** chainIndexOf for the base chain of a hook entry, kept in the entry once made. */
-export function baseChainIndexOf(hooks: HookIndex, entry: HookEntry): ChainIndex | null {
-  if (!indexesOn) return null;
-  return (entry.index ??= chainIndexOf(hooks, entry.chain));
+/** The index of a base chain: the one of its name, unless another chain of the table has the
+ * name too. */
+export function baseChainIndex(hooks: HookIndex, table: Table, chain: Chain): ChainIndex {
+  const named = chainIndexNamed(hooks, table, chain.name);
+  return named?.chain === chain ? named : createChainIndex(hooks, chain);
 }
 
-/** The chain's index if it has one already (a compiled jump resolves its target with it). */
-export function builtChainIndex(hooks: HookIndex, chain: Chain): ChainIndex | undefined {
-  const known = hooks.chainIndexes.get(chain);
-  return typeof known === 'object' ? known : undefined;
+/** A new index, its rules numbered after those of the indexes made before it. */
+function createChainIndex(hooks: HookIndex, chain: Chain): ChainIndex {
+  const count = chain.rules.length;
+  const first = hooks.rules;
+  hooks.rules += count;
+  if (hooks.rules > hooks.compiled.length) {
+    const grown = new Int32Array(Math.max(hooks.compiled.length * 2, hooks.rules));
+    grown.set(hooks.compiled);
+    hooks.compiled = grown;
+  }
+  return { chain, first, count, indexed: false, runAt: null, runs: NO_RUNS, loc: undefined, returned: undefined, policy: undefined, jump: undefined, goto: undefined };
+}
+
+/** The chain as a packet enters it: its index, built at the first entry; null when indexes are
+ * off (its rules are scanned and interpreted). */
+export function enterChain(index: ChainIndex): ChainIndex | null {
+  if (!indexesOn) return null;
+  if (!index.indexed) indexRuns(index);
+  return index;
 }
 
 /** The position of the first rule from `from` on that the packet may match, as the chain's rules
@@ -275,9 +289,10 @@ const SAMPLE = 256;
 const MIN_RUN = 8;
 const NO_RUNS: readonly IndexedRun[] = [];
 
-function buildChainIndex(chain: Chain): ChainIndex {
-  const rules = chain.rules;
-  if (rules.length < MIN_RUN) return { chain, runAt: null, runs: NO_RUNS, code: new Int32Array(rules.length), loc: undefined, returned: undefined, policy: undefined, jump: undefined, goto: undefined };
+function indexRuns(index: ChainIndex): void {
+  index.indexed = true;
+  const rules = index.chain.rules;
+  if (rules.length < MIN_RUN) return;
   const runAt = new Int32Array(rules.length).fill(-1);
   const runs: IndexedRun[] = [];
   let start = 0;
@@ -300,7 +315,9 @@ function buildChainIndex(chain: Chain): ChainIndex {
       start = Math.max(end, start + 1);
     }
   }
-  return { chain, runAt: runs.length > 0 ? runAt : null, runs, code: new Int32Array(rules.length), loc: undefined, returned: undefined, policy: undefined, jump: undefined, goto: undefined };
+  if (runs.length === 0) return;
+  index.runAt = runAt;
+  index.runs = runs;
 }
 
 /** Whether a rule's tests give each field the type the run has for it, checked test by test, so

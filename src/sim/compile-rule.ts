@@ -33,13 +33,13 @@ import {
   resultOf,
   setUpNat,
   verdictOf,
+  verdictResult,
   XT_CT_STATE_BITS,
   xtCtStateOf,
   type NatPlan,
   type RuleResult,
   type Verdict,
 } from './evaluate-stmt.js';
-import { builtChainIndex } from './chain-index.js';
 import { findResolved, resolveLookup, type ResolvedLookup } from './lookup-element.js';
 import { applyOp, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
 import type { Loc, TraceEvent } from './outcome.js';
@@ -83,7 +83,7 @@ export function createCodeArena(): CodeArena {
 }
 
 // A rule's offset is its chunk's number above AT_BITS, its place in the chunk below. Offsets are
-// kept as offset + 1 in Int32Arrays (ChainIndex.code): chunk numbers stay below MAX_CHUNKS.
+// kept as offset + 1 in an Int32Array (HookIndex.compiled): chunk numbers stay below MAX_CHUNKS.
 const AT_BITS = 22;
 const AT_MASK = (1 << AT_BITS) - 1;
 const MAX_CHUNKS = (1 << (31 - AT_BITS)) - 1;
@@ -160,19 +160,6 @@ export function keepRuleEvent(arena: CodeArena, start: number, id: number, mark:
 
 function compiledLoc(arena: CodeArena, start: number, ctx: SimContext): Loc {
   return arena.locs[compiledLocId(arena, start, ctx)]!;
-}
-
-/** The result of a verdict, a jump or goto with its target resolved in the table being
- * evaluated (the rule's): the target chain's one result for the verb. A target not in the table
- * stays unresolved (evaluate-chain.ts reports it when it is taken), and so does one without an
- * index yet (evaluate-chain.ts finds it by name). */
-function resolvedResult(verdict: Verdict, ctx: SimContext): RuleResult {
-  if (verdict.name !== 'jump' && verdict.name !== 'goto') return resultOf(verdict);
-  const chain = ctx.index.chains.get(ctx.table)!.get(verdict.target);
-  const index = chain && builtChainIndex(ctx.index, chain);
-  if (!index) return resultOf(verdict);
-  if (verdict.name === 'jump') return (index.jump ??= { matched: true, name: 'jump', verdict, to: index });
-  return (index.goto ??= { matched: true, name: 'goto', verdict, to: index });
 }
 
 // Instructions: the opcode, the statement's number in the arena's `stmts` (what it reads of the
@@ -570,7 +557,7 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
             const id = buf[pc + 2]!;
             if (id >= 0) return arena.jumps[id]!;
             const stmt = arena.stmts[buf[pc + 1]!] as Extract<Stmt, { kind: 'verdict' }>;
-            const result = resolvedResult(verdictOf(stmt.verdict, stmt.target), ctx);
+            const result = verdictResult(stmt.verdict, stmt.target, ctx);
             if (result.matched && result.to) {
               buf[pc + 2] = arena.jumps.length;
               arena.jumps.push(result);
@@ -607,7 +594,7 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
             let result = arena.elementResults.get(element);
             if (result === undefined) {
               if (data.kind !== 'verdict') throw new NotModelled('verdict map element without a verdict');
-              result = resolvedResult(verdictOf(data.verdict, data.target), ctx);
+              result = verdictResult(data.verdict, data.target, ctx);
               arena.elementResults.set(element, result);
             }
             return result;

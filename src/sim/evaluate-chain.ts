@@ -3,7 +3,7 @@
 // the end of the base chain applies its policy.
 
 import type { Chain, Rule } from '../model/ast.js';
-import { baseChainIndexOf, chainIndexOf, findNextRule, type ChainIndex } from './chain-index.js';
+import { enterChain, findNextRule, type ChainIndex } from './chain-index.js';
 import { compiledLocId, compileRule, keepRuleEvent, knownRuleEvent, runCompiledRule, type CodeArena } from './compile-rule.js';
 import { evaluateRule, reportUnsupported, type RuleResult, type Verdict } from './evaluate-stmt.js';
 import { formatMark, type TraceEvent, type Loc } from './outcome.js';
@@ -35,22 +35,23 @@ const stackNext: number[] = [];
 /** How many times a rule of an indexed chain is interpreted before it is compiled: compiling
  * reads all of a rule and writes its code into new memory, more than evaluating it once costs,
  * and most rules of a big ruleset are met by a packet or two (a kube-proxy ruleset's services).
- * Bench packets, first pass, packets/s: compiled at once, 10k services 41k, 50k 20k; compiled
- * at the second run, 44k and 30k (at the third, no better). */
+ * Bench packets, first pass, packets/s: compiled at once, 10k services 40-43k, 50k 24k;
+ * compiled at the second run, 1k 121k, 10k 50-53k, 50k 28-31k; at the third, 112k, 48k, 30k. */
 const INTERPRETED_RUNS = 1;
 
 /** Where the rule at `position` of an indexed chain is compiled, -1 while it is interpreted
- * (ChainIndex.code counts its runs until then, as negative numbers; a rule whose code fits no
+ * (HookIndex.compiled counts its runs until then, as negative numbers; a rule whose code fits no
  * chunk of the arena starts counting again). */
 function compiledAt(hooks: HookIndex, index: ChainIndex, position: number): number {
-  const known = index.code[position]!;
+  const rule = index.first + position;
+  const known = hooks.compiled[rule]!;
   if (known > 0) return known - 1;
   if (-known < INTERPRETED_RUNS) {
-    index.code[position] = known - 1;
+    hooks.compiled[rule] = known - 1;
     return -1;
   }
   const start = compileRule(index.chain.rules[position]!, hooks.code);
-  index.code[position] = start + 1;
+  hooks.compiled[rule] = start + 1;
   return start;
 }
 
@@ -63,14 +64,12 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   const arena = hooks.code;
   let depth = 0;
   let chain = base;
-  const baseIndex = baseChainIndexOf(hooks, entry);
+  const baseIndex = enterChain(entry.index);
   let index = baseIndex;
   let next = 0;
   for (;;) {
     ctx.chain = chain;
-    // An indexed chain's rule count is its code's: a compiled rule's run reads nothing of the
-    // chain's rules.
-    const count = index ? index.code.length : chain.rules.length;
+    const count = index ? index.count : chain.rules.length;
     if (index) next = findNextRule(index, next, ctx);
     if (next >= count) {
       if (depth === 0) break;
@@ -120,9 +119,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
       case 'jump':
       case 'goto': {
         const to = result.to;
-        // A compiled jump knows its target; an interpreted one looks it up in the rule's table.
-        const target = to ? to.chain : hooks.chains.get(entry.table)!.get(targetOf(result.verdict));
-        if (!target) {
+        if (!to) {
           reportUnsupported(ctx, `${name} to chain ${targetOf(result.verdict)}, which is not in table ${entry.table.family} ${entry.table.name}`, chain.rules[position]);
           return { verdict: 'unknown', by: chain.rules[position]! };
         }
@@ -136,8 +133,8 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
           stackNext[depth] = next;
           depth++;
         }
-        chain = target;
-        index = to ?? chainIndexOf(hooks, target);
+        chain = to.chain;
+        index = enterChain(to);
         next = 0;
         continue;
       }

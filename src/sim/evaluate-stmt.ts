@@ -3,7 +3,7 @@
 // marks, its conntrack entry or NAT mapping.
 
 import type { Expr, LimitStmt, NatStmt, QuotaStmt, Rule, Stmt, XtExtensionStmt } from '../model/ast.js';
-import type { ChainIndex } from './chain-index.js';
+import { chainIndexNamed, type ChainIndex } from './chain-index.js';
 import { formatAddress, parseAddress, type Address } from './address.js';
 import { localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
 import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
@@ -31,7 +31,8 @@ export type RuleResult =
        * rules that give them, and each object read is a cache miss when they are many). */
       readonly name: Verdict['name'];
       readonly verdict: Verdict;
-      /** The target chain's index, for a jump or goto a compiled rule resolved (compile-rule.ts). */
+      /** The target chain's index, for a jump or goto to a chain of the rule's table
+       * (verdictResult). */
       readonly to?: ChainIndex;
     };
 
@@ -52,6 +53,17 @@ export const PLAIN_RESULTS: Readonly<Record<PlainVerdict, RuleResult & { matched
 
 export function resultOf(verdict: Verdict): RuleResult {
   return verdict.name === 'jump' || verdict.name === 'goto' ? { matched: true, name: verdict.name, verdict } : PLAIN_RESULTS[verdict.name];
+}
+
+/** The result of a verdict statement or map element in the table being evaluated (the rule's):
+ * for a jump or goto, the target chain's one result for the verb, which carries the chain's index
+ * (evaluate-chain.ts enters it from there, and no packet makes the verdict's text anew). A target
+ * not in the table has a result of its own, without an index: evaluate-chain.ts reports it. */
+export function verdictResult(name: string, target: string | undefined, ctx: SimContext): RuleResult {
+  const index = (name === 'jump' || name === 'goto') && target !== undefined ? chainIndexNamed(ctx.index, ctx.table, target) : undefined;
+  if (!index) return resultOf(verdictOf(name, target));
+  if (name === 'jump') return (index.jump ??= { matched: true, name, verdict: verdictOf(name, target), to: index });
+  return (index.goto ??= { matched: true, name: 'goto', verdict: verdictOf(name, target), to: index });
 }
 
 /** Records that nftsim could not model something of the current rule, and what it assumed. */
@@ -140,14 +152,14 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
     case 'match':
       return matchRelational(stmt.expr, ctx) ? undefined : NO_MATCH;
     case 'verdict':
-      return resultOf(verdictOf(stmt.verdict, stmt.target));
+      return verdictResult(stmt.verdict, stmt.target, ctx);
     case 'vmap': {
       const key = evaluateExpr(stmt.key, ctx);
       if (key === undefined) return NO_MATCH;
       const data = lookupElement(stmt.map, key, stmt.key, ctx)?.data;
       if (!data) return NO_MATCH;
       if (data.kind !== 'verdict') throw new NotModelled('verdict map element without a verdict');
-      return resultOf(verdictOf(data.verdict, data.target));
+      return verdictResult(data.verdict, data.target, ctx);
     }
     case 'counter':
     case 'log':

@@ -3,7 +3,7 @@
 
 import type { Chain, Family, Hook, NatStmt, Ruleset, Stmt, Table } from '../model/ast.js';
 import type { AddressFamily } from './address.js';
-import type { ChainIndex } from './chain-index.js';
+import { baseChainIndex, type ChainIndex } from './chain-index.js';
 import { createCodeArena, type CodeArena } from './compile-rule.js';
 
 export type PathName = 'input' | 'forward' | 'output';
@@ -157,9 +157,8 @@ export interface HookEntry {
   /** A number of its own: a compiled rule keeps its last trace event with the number of the
    * entry it was made in (compile-rule.ts knownRuleEvent). */
   readonly id: number;
-  /** The chain's index once it has one (chain-index.ts baseChainIndexOf): every packet at the
-   * hook starts here, and the entry is at hand where the ruleset's map of indexes is not. */
-  index: ChainIndex | null | undefined;
+  /** The chain's index: every packet at the hook starts here. */
+  readonly index: ChainIndex;
 }
 
 let entryIds = 0;
@@ -175,7 +174,9 @@ interface Registered {
 /** The base chains at every hook of one ruleset, by hook and family, computed once. */
 export interface HookIndex {
   readonly byHook: ReadonlyMap<Hook, readonly Registered[]>;
-  readonly chains: WeakMap<Table, ReadonlyMap<string, Chain>>;
+  /** The chains by table and name (a jump's target), each replaced by its index once it has one
+   * (chain-index.ts chainIndexNamed). */
+  readonly chains: WeakMap<Table, Map<string, Chain | ChainIndex>>;
   /** The families conntrack is enabled for (findConntrackFamilies). */
   readonly conntrack: ConntrackFamilies;
   /** The families with a nat base chain: the first one registers the NAT hook at all four hooks
@@ -183,19 +184,23 @@ export interface HookIndex {
   readonly nat: ReadonlySet<AddressFamily>;
   /** chainsAt's answers, computed once per hook, family and (for ingress) device. */
   readonly ordered: Map<Hook, Map<string, readonly HookEntry[]>>;
-  /** The chains' indexes, made as packets meet them, or how many times a packet entered a
-   * chain that has none yet (chain-index.ts chainIndexOf). */
-  readonly chainIndexes: Map<Chain, ChainIndex | number>;
+  /** By the number of a rule among those of the chains indexed (ChainIndex.first + its
+   * position), 1 + the offset of its code in `code` once it is compiled; until then, minus the
+   * times it was interpreted (evaluate-chain.ts compiledAt). One array for all rules: an array
+   * per chain was one more object for a packet to read at each chain it enters. */
+  compiled: Int32Array;
+  /** How many rules the chains indexed so far have. */
+  rules: number;
   /** The compiled rules' code (compile-rule.ts). */
   readonly code: CodeArena;
 }
 
 export function buildHookIndex(ruleset: Ruleset): HookIndex {
   const byHook = new Map<Hook, Registered[]>();
-  const chains = new WeakMap<Table, ReadonlyMap<string, Chain>>();
+  const chains = new WeakMap<Table, Map<string, Chain | ChainIndex>>();
   let order = 0;
   for (const table of ruleset.tables) {
-    const byName = new Map<string, Chain>();
+    const byName = new Map<string, Chain | ChainIndex>();
     for (const chain of table.chains) {
       byName.set(chain.name, chain);
       const base = chain.base;
@@ -210,7 +215,7 @@ export function buildHookIndex(ruleset: Ruleset): HookIndex {
   for (const r of [...byHook.values()].flat()) {
     if (r.nat) for (const f of r.table.family === 'inet' ? (['ip', 'ip6'] as const) : r.table.family === 'ip' || r.table.family === 'ip6' ? [r.table.family] : []) nat.add(f);
   }
-  return { byHook, chains, conntrack: findConntrackFamilies(ruleset), nat, ordered: new Map(), chainIndexes: new Map(), code: createCodeArena() };
+  return { byHook, chains, conntrack: findConntrackFamilies(ruleset), nat, ordered: new Map(), compiled: new Int32Array(1024), rules: 0, code: createCodeArena() };
 }
 
 /** The base chains a packet of `family` meets at `hook` (arriving on `iif` for ingress), in the
@@ -255,7 +260,7 @@ function orderChains(index: HookIndex, hook: Hook, family: AddressFamily, iif: s
     priority: r.priority,
     orderDependent: sorted.some((o) => o !== r && isTied(hook, r, o)),
     id: entryIds++,
-    index: undefined,
+    index: baseChainIndex(index, r.table, r.chain),
   }));
 }
 

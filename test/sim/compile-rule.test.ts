@@ -28,11 +28,11 @@ function parseSources(rulesets: ReturnType<typeof renderCase>['rulesets']): Rule
 
 const HOST = GENERATED_HOST as HostInput;
 
-/** Rules run interpreted at first with indexes on too (a short chain gets its index on its second
- * entry, a rule is compiled on its second run in an indexed chain): the third run reaches the
- * compiled rules of every chain the packet enters, the fourth runs them with what the third
- * resolved (jump targets, sets, verdict map elements, locations). */
-const RUNS = 4;
+/** Rules run interpreted at first with indexes on too (a rule is compiled on its second run):
+ * the second run reaches the compiled rules of every chain the packet enters, the third runs them
+ * with what the second resolved and kept (jump targets, sets, verdict map elements, locations,
+ * trace events). */
+const RUNS = 3;
 
 /** With indexes RUNS times and without (every rule interpreted), every outcome in full. */
 function expectSameOutcomes(ruleset: Ruleset, packet: PacketInput, host: HostInput = HOST): void {
