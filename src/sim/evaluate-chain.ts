@@ -37,21 +37,24 @@ const stackNext: number[] = [];
  * and most rules of a big ruleset are met by a packet or two (a kube-proxy ruleset's services).
  * Bench packets, first pass, packets/s: compiled at once, 10k services 40-43k, 50k 24k;
  * compiled at the second run, 1k 121k, 10k 50-53k, 50k 28-31k; at the third, 112k, 48k, 30k. */
-const INTERPRETED_RUNS = 1;
+export const INTERPRETED_RUNS = 1;
+
+/** In HookIndex.compiled: a rule whose code fits no chunk of the arena, interpreted for good. */
+const UNCOMPILABLE = -0x80000000;
 
 /** Where the rule at `position` of an indexed chain is compiled, -1 while it is interpreted
- * (HookIndex.compiled counts its runs until then, as negative numbers; a rule whose code fits no
- * chunk of the arena starts counting again). */
+ * (HookIndex.compiled counts its runs until then, as negative numbers). */
 function compiledAt(hooks: HookIndex, index: ChainIndex, position: number): number {
   const rule = index.first + position;
   const known = hooks.compiled[rule]!;
   if (known > 0) return known - 1;
+  if (known === UNCOMPILABLE) return -1;
   if (-known < INTERPRETED_RUNS) {
     hooks.compiled[rule] = known - 1;
     return -1;
   }
   const start = compileRule(index.chain.rules[position]!, hooks.code);
-  hooks.compiled[rule] = start + 1;
+  hooks.compiled[rule] = start >= 0 ? start + 1 : UNCOMPILABLE;
   return start;
 }
 

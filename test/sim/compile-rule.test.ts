@@ -4,13 +4,15 @@
 // kernel-differential generator's rulesets and packets (every modelled feature, nft and
 // iptables-save), on flows of a packet and its reply, and on statements chosen for the edges of
 // what a compiled instruction does (32-bit values, masks, ranges past 2^32, random ports after
-// NAT, conntrack states).
+// NAT, conntrack states). Both find a jump's target chain the same way (src/sim/evaluate-stmt.ts
+// verdictResult): the kernel-differential suite checks that against the kernel.
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { Ruleset } from '../../src/model/ast.js';
 import { parseRuleset, type NodeSource } from '../../src/parser/parse-ruleset.js';
 import { withoutIndexes } from '../../src/sim/chain-index.js';
+import { INTERPRETED_RUNS } from '../../src/sim/evaluate-chain.js';
 import type { HostInput } from '../../src/sim/host.js';
 import type { PacketInput } from '../../src/sim/packet.js';
 import { simulateFlow } from '../../src/sim/simulate-flow.js';
@@ -28,11 +30,10 @@ function parseSources(rulesets: ReturnType<typeof renderCase>['rulesets']): Rule
 
 const HOST = GENERATED_HOST as HostInput;
 
-/** Rules run interpreted at first with indexes on too (a rule is compiled on its second run):
- * the second run reaches the compiled rules of every chain the packet enters, the third runs them
- * with what the second resolved and kept (jump targets, sets, verdict map elements, locations,
- * trace events). */
-const RUNS = 3;
+/** Rules run interpreted at first with indexes on too (INTERPRETED_RUNS times): the next run
+ * reaches the compiled rules of every chain the packet enters, the one after runs them with what
+ * it resolved and kept (jump targets, sets, verdict map elements, locations, trace events). */
+const RUNS = INTERPRETED_RUNS + 2;
 
 /** With indexes RUNS times and without (every rule interpreted), every outcome in full. */
 function expectSameOutcomes(ruleset: Ruleset, packet: PacketInput, host: HostInput = HOST): void {
