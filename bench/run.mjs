@@ -15,10 +15,11 @@
 //
 // 5. Simulation (issue 4, Speed): for dumps of 1,000, 10,000 and 50,000 services, parse once and
 //    simulate 100,000 random packets (ClusterIP:port hits, NodePort hits, misses) with a seed, one
-//    outcome each, in a fresh process per size (bench/measure-simulate.mjs); also some packets
-//    listing every random branch, the listings that bench/out holds, and the same services as
-//    kube-proxy's nftables mode writes them (verdict maps; bench/gen/kube-proxy-nft.mjs). The
-//    per-packet cost from 1,000 to 50,000 services shows what the chain and set indexes buy.
+//    outcome each, in a fresh process per size and run, the median run reported
+//    (bench/measure-simulate.mjs); also some packets listing every random branch, the listings
+//    that bench/out holds, and the same services as kube-proxy's nftables mode writes them
+//    (verdict maps; bench/gen/kube-proxy-nft.mjs). The per-packet cost from 1,000 to 50,000
+//    services shows what the chain and set indexes buy.
 // 6. The alternative a user has today for one packet: load the dump into a namespace, turn on
 //    nftrace and read `nft monitor trace` until the packet's first line (bench/trace-one-packet.sh).
 // 7. Lint (issue 5): lintRuleset on the parsed dump and on the node (listing + dump), against
@@ -290,19 +291,26 @@ function measureTool(tool, commandIn, stdin, file) {
  * @property {number} maxRssKb
  */
 
-/** Simulation of random packets on `file` (targets read from `dump`), in a fresh process.
+/** Simulation of random packets on `file` (targets read from `dump`), `runs` times, each in a
+ * fresh process: the run of the median packets/s (one run's figures, so that a row is of one run;
+ * a single run on a shared machine was off by up to half).
  * @param {string} file @param {string} dump @returns {Simulation | { failure: string }} */
 function measureSimulation(file, dump) {
-  step(`nftsim: simulating ${Number(args['sim-packets']).toLocaleString('en-US')} packets through ${rel(file)}`);
-  const child = spawnSync(process.execPath, [
-    path.join(BENCH, 'measure-simulate.mjs'), file, '--targets', dump,
-    '--packets', args['sim-packets'], '--all-branches', args['all-branches'], '--warm-passes', '1',
-  ], { encoding: 'utf8', maxBuffer: 1 << 26 });
-  if (child.status !== 0) {
-    const fatal = child.stderr.split('\n').find((line) => /FATAL|Error/.test(line)) ?? child.stderr.trim().split('\n').pop();
-    return { failure: `${child.signal ?? `status ${child.status}`}, ${fatal}` };
+  const results = [];
+  for (let run = 1; run <= runs; run++) {
+    step(`nftsim: simulating ${Number(args['sim-packets']).toLocaleString('en-US')} packets through ${rel(file)} (run ${run} of ${runs})`);
+    const child = spawnSync(process.execPath, [
+      path.join(BENCH, 'measure-simulate.mjs'), file, '--targets', dump,
+      '--packets', args['sim-packets'], '--all-branches', args['all-branches'], '--warm-passes', '1',
+    ], { encoding: 'utf8', maxBuffer: 1 << 26 });
+    if (child.status !== 0) {
+      const fatal = child.stderr.split('\n').find((line) => /FATAL|Error/.test(line)) ?? child.stderr.trim().split('\n').pop();
+      return { failure: `${child.signal ?? `status ${child.status}`}, ${fatal}` };
+    }
+    results.push(JSON.parse(child.stdout));
   }
-  return JSON.parse(child.stdout);
+  const middle = median(results.map((r) => r.packetsPerSecond));
+  return results.find((r) => r.packetsPerSecond === middle);
 }
 
 /** bench/trace-one-packet.sh on the dump, for a TCP ClusterIP of it.
@@ -422,7 +430,8 @@ function printSimulationReport(simulations, trace) {
   console.log('  25% NodePort on the node address, 30% misses) from an external client, one outcome each (`seed`);');
   console.log(`  all branches: ${Number(args['all-branches']).toLocaleString('en-US')} more packets listing every random branch (nftsim run's default).`);
   console.log('  packets/s by the clock and by user CPU (the CPU figure is steadier on a busy machine); warm: the same');
-  console.log('  packets again, once the chains they meet are indexed and their rules compiled\n');
+  console.log(`  packets again, once the chains they meet are indexed and their rules compiled; each row is the run of the`);
+  console.log(`  median packets/s of ${runs}, each in a fresh process\n`);
   const table = [['input', 'services', 'rules', 'parse', 'packets/s', 'CPU packets/s', 'µs/packet', 'warm packets/s', 'all branches/s', 'outcomes/packet', 'uncertain']];
   for (const { services, file, result } of simulations) {
     if ('failure' in result) {
