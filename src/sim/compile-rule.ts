@@ -1,10 +1,10 @@
 // Rules compiled into numbers, as packets meet them again (evaluate-chain.ts, with indexes on):
 // each statement becomes one instruction in the code arena of the whole ruleset (Float64Arrays,
-// which the garbage collector does not scan), and runCompiledRule runs them. A kube-proxy ruleset has hundreds of thousands of rules,
-// most of them met by a few packets only, and cold in memory when they are: what a compiled rule
-// keeps must be small and must not be objects (a closure per statement added more garbage
-// collection than it saved), and compiling reads no more of a rule than its statements (its
-// location and its jump's target are looked up when first needed).
+// which the garbage collector does not scan), and runCompiledRule runs them. A kube-proxy ruleset
+// has hundreds of thousands of rules, most of them met by a few packets only, and cold in memory
+// when they are: what a compiled rule keeps must be small and must not be objects (a closure per
+// statement added more garbage collection than it saved), and compiling reads no more of a rule
+// than its statements (its location is made when it first matches).
 //
 // Compiled: matches of an integer field of at most 32 bits (header fields, meta and ct keys, fib
 // types, with `&`/`|`/`^` and constants) against constants, prefixes, ranges, flag lists and
@@ -31,13 +31,11 @@ import {
   reportNotModelled,
   resultOf,
   setUpNat,
-  verdictOf,
   verdictResult,
   XT_CT_STATE_BITS,
   xtCtStateOf,
   type NatPlan,
   type RuleResult,
-  type Verdict,
 } from './evaluate-stmt.js';
 import { findResolved, resolveLookup, type ResolvedLookup } from './lookup-element.js';
 import { applyOp, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
@@ -67,8 +65,8 @@ export interface CodeArena {
   /** The statements the instructions stand for, by the instructions' statement number: what an
    * instruction reads of its statement is there, without the rule (cold in memory) in between. */
   readonly stmts: Stmt[];
-  /** The results of JUMP instructions once resolved, by their operand (one per verb and target
-   * chain: ChainIndex.jump and .goto). */
+  /** The results of JUMP instructions, by their operand (one per verb and target chain:
+   * ChainIndex.jump and .goto). */
   readonly jumps: RuleResult[];
   /** The results of verdict map elements, their target chains resolved, as packets meet them. */
   readonly elementResults: Map<ElementExpr, RuleResult>;
@@ -175,8 +173,8 @@ const NEVER = 3;
 const CT_STATES = 4;
 /** [RESULT, k, code]: a verdict without a target (RESULT_CODES). */
 const RESULT = 5;
-/** [JUMP, k, id]: a jump or goto, its result in the arena's `jumps`; id -1 until first taken
- * (then resolved in the rule's table: a chain not there is reported by evaluate-chain.ts). */
+/** [JUMP, k, id]: a jump or goto to a chain of the rule's table, its result (resolved when the
+ * rule is compiled) in the arena's `jumps`. */
 const JUMP = 6;
 /** [MARK_SET, k, field, arg, arg2, op1, c1, op2, c2, continues]: `meta mark set` (continues: as
  * iptables' MARK target, the rule goes on when the value breaks). */
@@ -222,7 +220,7 @@ function lengthOf(buf: Float64Array, pc: number): number {
 /** Compiles `rule` into the arena; its code's offset, -1 when the code fits no chunk (the rule
  * is interpreted then). Reads no more of the rule than its statements need: most rules of a big
  * ruleset are cold in memory when first compiled. */
-export function compileRule(rule: Rule, arena: CodeArena): number {
+export function compileRule(rule: Rule, arena: CodeArena, ctx: SimContext): number {
   const out: number[] = [-1, NaN, -1];
   const stmts = rule.stmts;
   for (let i = 0; i < stmts.length; i++) {
@@ -230,7 +228,7 @@ export function compileRule(rule: Rule, arena: CodeArena): number {
     const before = out.length;
     // The statement's number, kept when it has an instruction (one at most).
     const k = arena.stmts.length;
-    const compiled = stmt.kind === 'verdict' ? compileVerdict(stmt, k, out) : compileStmt(stmt, k, rule, arena, out);
+    const compiled = stmt.kind === 'verdict' ? compileVerdict(stmt, k, arena, ctx, out) : compileStmt(stmt, k, rule, arena, out);
     if (!compiled) {
       out.length = before;
       out.push(EVAL, k);
@@ -290,19 +288,24 @@ function compileStmt(stmt: Stmt, k: number, rule: Rule, arena: CodeArena, out: n
   }
 }
 
-function compileVerdict(stmt: Extract<Stmt, { kind: 'verdict' }>, k: number, out: number[]): boolean {
-  let verdict: Verdict;
+/** A verdict, its target resolved in the table the rule is evaluated in (ctx.table): a jump to
+ * a chain not there stays with the interpreter, whose result evaluate-chain.ts reports. */
+function compileVerdict(stmt: Extract<Stmt, { kind: 'verdict' }>, k: number, arena: CodeArena, ctx: SimContext, out: number[]): boolean {
+  let result: RuleResult;
   try {
-    verdict = verdictOf(stmt.verdict, stmt.target);
+    result = verdictResult(stmt.verdict, stmt.target, ctx);
   } catch (error) {
     if (error instanceof NotModelled) return false;
     throw error;
   }
-  if (verdict.name !== 'jump' && verdict.name !== 'goto') {
-    out.push(RESULT, k, RESULT_CODES.indexOf(verdict.name));
+  if (!result.matched) return false;
+  if (result.name !== 'jump' && result.name !== 'goto') {
+    out.push(RESULT, k, RESULT_CODES.indexOf(result.name));
     return true;
   }
-  out.push(JUMP, k, -1);
+  if (!result.to) return false;
+  out.push(JUMP, k, arena.jumps.length);
+  arena.jumps.push(result);
   return true;
 }
 
@@ -553,17 +556,8 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
             break;
           case RESULT:
             return PLAIN_RESULTS[RESULT_CODES[buf[pc + 2]!]!];
-          case JUMP: {
-            const id = buf[pc + 2]!;
-            if (id >= 0) return arena.jumps[id]!;
-            const stmt = arena.stmts[buf[pc + 1]!] as Extract<Stmt, { kind: 'verdict' }>;
-            const result = verdictResult(stmt.verdict, stmt.target, ctx);
-            if (result.matched && result.to) {
-              buf[pc + 2] = arena.jumps.length;
-              arena.jumps.push(result);
-            }
-            return result;
-          }
+          case JUMP:
+            return arena.jumps[buf[pc + 2]!]!;
           case NAT: {
             const verdict = setUpNat(arena.nats[buf[pc + 2]!]!, ctx, compiledLoc(arena, start, ctx));
             return verdict ? resultOf(verdict) : NO_MATCH;

@@ -7,7 +7,7 @@ import { enterChain, findNextRule, type ChainIndex } from './chain-index.js';
 import { compiledLocId, compileRule, keepRuleEvent, knownRuleEvent, runCompiledRule, type CodeArena } from './compile-rule.js';
 import { evaluateRule, reportUnsupported, type RuleResult, type Verdict } from './evaluate-stmt.js';
 import { formatMark, type TraceEvent, type Loc } from './outcome.js';
-import type { HookEntry, HookIndex } from './pipeline.js';
+import type { HookEntry } from './pipeline.js';
 import { locOf, type SimContext } from './sim-context.js';
 
 /** NFT_JUMP_STACK_SIZE (include/net/netfilter/nf_tables.h): the kernel refuses a ruleset whose
@@ -44,7 +44,8 @@ const UNCOMPILABLE = -0x80000000;
 
 /** Where the rule at `position` of an indexed chain is compiled, -1 while it is interpreted
  * (HookIndex.compiled counts its runs until then, as negative numbers). */
-function compiledAt(hooks: HookIndex, index: ChainIndex, position: number): number {
+function compiledAt(index: ChainIndex, position: number, ctx: SimContext): number {
+  const hooks = ctx.index;
   const rule = index.first + position;
   const known = hooks.compiled[rule]!;
   if (known > 0) return known - 1;
@@ -53,7 +54,7 @@ function compiledAt(hooks: HookIndex, index: ChainIndex, position: number): numb
     hooks.compiled[rule] = known - 1;
     return -1;
   }
-  const start = compileRule(index.chain.rules[position]!, hooks.code);
+  const start = compileRule(index.chain.rules[position]!, hooks.code, ctx);
   hooks.compiled[rule] = start >= 0 ? start + 1 : UNCOMPILABLE;
   return start;
 }
@@ -63,8 +64,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   ctx.table = entry.table;
   ctx.basePriority = entry.priority;
   ctx.orderDependent = entry.orderDependent;
-  const hooks = ctx.index;
-  const arena = hooks.code;
+  const arena = ctx.index.code;
   let depth = 0;
   let chain = base;
   const baseIndex = enterChain(entry.index);
@@ -88,7 +88,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
     const position = next++;
     ctx.position = position;
     // With indexes on, rules run compiled; without them (the reference), interpreted.
-    const start = index ? compiledAt(hooks, index, position) : -1;
+    const start = index ? compiledAt(index, position, ctx) : -1;
     const result: RuleResult = start >= 0 ? runCompiledRule(arena, start, ctx) : evaluateRule(chain.rules[position]!, ctx);
     if (!result.matched) continue;
     if (start >= 0) {
