@@ -1,5 +1,5 @@
 // Rules compiled into numbers, as packets meet them again (evaluate-chain.ts, with indexes on):
-// each statement becomes one instruction in the code arena of the whole ruleset (Float64Arrays,
+// each statement becomes one instruction in the code arena of the whole ruleset (Int32Arrays,
 // which the garbage collector does not scan), and runCompiledRule runs them. A kube-proxy ruleset
 // has hundreds of thousands of rules, most of them met by a few packets only, and cold in memory
 // when they are: what a compiled rule keeps must be small and must not be objects (a closure per
@@ -18,7 +18,7 @@
 // interpreter does for its statement, in its order: it breaks where evaluateExpr does, and throws
 // NotModelled where it would.
 
-import type { ElementExpr, Expr, MatchStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
+import type { ElementExpr, Expr, MatchStmt, NatStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
 import { prefixMask } from './address.js';
 import { constantOf, prefixBits, randomProbability } from './evaluate-expr.js';
@@ -53,7 +53,7 @@ import { currentRule, locOf, NotModelled, type SimContext } from './sim-context.
  * 32 MB faulted in 9,800 pages during the bench's third pass, and at 50,000 its 64 MB set off a
  * major garbage collection in the second. */
 export interface CodeArena {
-  readonly chunks: Float64Array[];
+  readonly chunks: Int32Array[];
   /** How much of the last chunk is written. */
   used: number;
   /** The locations of the compiled rules that matched, by their header's number. */
@@ -65,19 +65,27 @@ export interface CodeArena {
   /** The statements the instructions stand for, by the instructions' statement number: what an
    * instruction reads of its statement is there, without the rule (cold in memory) in between. */
   readonly stmts: Stmt[];
-  /** The results of JUMP instructions, by their operand (one per verb and target chain:
-   * ChainIndex.jump and .goto). */
-  readonly jumps: RuleResult[];
+  /** The results of JUMP instructions, by their operand, resolved when a packet first takes the
+   * jump (one per verb and target chain: ChainIndex.jump and .goto). Resolving at compile time
+   * made the target's index and result for every jump compiled, taken or not: a kube-proxy
+   * service chain's random branches are compiled by the packets that pass them, and one takes
+   * one of them. */
+  readonly jumps: (RuleResult | undefined)[];
   /** The results of verdict map elements, their target chains resolved, as packets meet them. */
   readonly elementResults: Map<ElementExpr, RuleResult>;
   /** The sets of LOOKUP and VMAP instructions, by their slot, resolved when first needed. */
   readonly sets: (ResolvedLookup | undefined)[];
-  /** The plans of NAT instructions, by their operand. */
-  readonly nats: NatPlan[];
+  /** The plans of NAT instructions, by their operand, planned when a packet first reaches the
+   * statement. */
+  readonly nats: (NatPlan | undefined)[];
+  /** The branch weights of CHOOSE instructions, by their operand: [p, 1 - p], one per
+   * probability (`byProbability`), which a chooser only reads. */
+  readonly weights: (readonly number[])[];
+  readonly byProbability: Map<number, number>;
 }
 
 export function createCodeArena(): CodeArena {
-  return { chunks: [new Float64Array(FIRST_CHUNK)], used: 0, locs: [], events: [], stmts: [], jumps: [], elementResults: new Map(), sets: [], nats: [] };
+  return { chunks: [new Int32Array(FIRST_CHUNK)], used: 0, locs: [], events: [], stmts: [], jumps: [], elementResults: new Map(), sets: [], nats: [], weights: [], byProbability: new Map() };
 }
 
 // A rule's offset is its chunk's number above AT_BITS, its place in the chunk below. Offsets are
@@ -85,12 +93,12 @@ export function createCodeArena(): CodeArena {
 const AT_BITS = 22;
 const AT_MASK = (1 << AT_BITS) - 1;
 const MAX_CHUNKS = (1 << (31 - AT_BITS)) - 1;
-// Chunks grow from a small first one (most rulesets are small) to LARGEST_CHUNK doubles.
+// Chunks grow from a small first one (most rulesets are small) to LARGEST_CHUNK numbers.
 const FIRST_CHUNK = 4096;
 const LARGEST_CHUNK = 1 << 18;
 
 /** The chunk holding the code at `offset`; the code starts at atOf(offset) in it. */
-function chunkOf(arena: CodeArena, offset: number): Float64Array {
+function chunkOf(arena: CodeArena, offset: number): Int32Array {
   return arena.chunks[offset >>> AT_BITS]!;
 }
 
@@ -106,7 +114,7 @@ function append(arena: CodeArena, code: readonly number[]): number {
   if (arena.used + code.length > chunk.length) {
     const size = Math.max(Math.min(chunk.length * 2, LARGEST_CHUNK), code.length);
     if (size > AT_MASK + 1 || chunks.length >= MAX_CHUNKS) return -1;
-    chunk = new Float64Array(size);
+    chunk = new Int32Array(size);
     chunks.push(chunk);
     arena.used = 0;
   }
@@ -116,8 +124,9 @@ function append(arena: CodeArena, code: readonly number[]): number {
   return ((chunks.length - 1) << AT_BITS) | at;
 }
 
-/** [location number (-1: not made yet), the mark its last trace event was made for (NaN: none),
- * the number of that event's base chain entry (HookEntry.id)]: before a rule's instructions. */
+/** [location number (-1: not made yet), the mark its last trace event was made for (as an
+ * int32), the number of that event's base chain entry (HookEntry.id; -1: none yet)]: before a
+ * rule's instructions. */
 const HEADER = 3;
 
 /** The number of the current rule's (ctx) location in `locs`, compiled at `start`: one object
@@ -142,7 +151,7 @@ export function compiledLocId(arena: CodeArena, start: number, ctx: SimContext):
 export function knownRuleEvent(arena: CodeArena, start: number, id: number, mark: number, entryId: number, result: RuleResult): TraceEvent | undefined {
   const buf = chunkOf(arena, start);
   const at = atOf(start);
-  if (buf[at + 1] !== mark || buf[at + 2] !== entryId || arena.events[2 * id + 1] !== result) return undefined;
+  if (buf[at + 1] !== (mark | 0) || buf[at + 2] !== entryId || arena.events[2 * id + 1] !== result) return undefined;
   return arena.events[2 * id] as TraceEvent;
 }
 
@@ -161,11 +170,15 @@ function compiledLoc(arena: CodeArena, start: number, ctx: SimContext): Loc {
 }
 
 // Instructions: the opcode, the statement's number in the arena's `stmts` (what it reads of the
-// statement, and what evaluateRule reports when it is not modelled), then the operands.
+// statement, and what evaluateRule reports when it is not modelled), then the operands. Unsigned
+// 32-bit operands (field arguments, constants) are kept as int32 and read back with `>>> 0`; the
+// bit operations take them either way. A kube-proxy rule's code is 40 numbers or fewer, in
+// 160 bytes: half of what doubles took, and fewer cache lines for a packet to read.
 const END = 0;
-/** [TEST, k, field, arg, arg2, op1, c1, op2, c2, cmp, x, y]: a field (U32Expr) compared. */
+/** [TEST, k, field, arg, arg2, cmp, x, y]: a field compared. */
 const TEST = 1;
-/** [CHOOSE, k, p]: matches in a random branch of probability p. */
+/** [CHOOSE, k, w]: matches in a random branch of probability p, its weights [p, 1 - p] in the
+ * arena's `weights` at w. */
 const CHOOSE = 2;
 /** [NEVER, k]: a random test that never holds. */
 const NEVER = 3;
@@ -173,8 +186,7 @@ const NEVER = 3;
 const CT_STATES = 4;
 /** [RESULT, k, code]: a verdict without a target (RESULT_CODES). */
 const RESULT = 5;
-/** [JUMP, k, id]: a jump or goto to a chain of the rule's table, its result (resolved when the
- * rule is compiled) in the arena's `jumps`. */
+/** [JUMP, k, id]: a jump or goto, its result in the arena's `jumps`. */
 const JUMP = 6;
 /** [MARK_SET, k, field, arg, arg2, op1, c1, op2, c2, continues]: `meta mark set` (continues: as
  * iptables' MARK target, the rule goes on when the value breaks). */
@@ -188,15 +200,20 @@ const LOOKUP = 9;
 const VMAP = 10;
 /** [NAT, k, plan]: a NAT statement, its plan in the arena's `nats`. */
 const NAT = 11;
+/** [TEST_OPS, k, field, arg, arg2, op1, c1, op2, c2, cmp, x, y]: a field with its operations
+ * (U32Expr) compared. */
+const TEST_OPS = 12;
 
 /** Comparisons of TEST: the value v against x (and y). */
 const CMP = { eq: 1, ne: 2, lt: 3, gt: 4, le: 5, ge: 6, anyBit: 7, maskEq: 8, maskNe: 9, in: 10, notIn: 11 } as const;
 
 const RESULT_CODES = ['continue', 'accept', 'drop', 'reject', 'queue', 'return'] as const;
 
-function lengthOf(buf: Float64Array, pc: number): number {
+function lengthOf(buf: Int32Array, pc: number): number {
   switch (buf[pc]) {
     case TEST:
+      return 8;
+    case TEST_OPS:
       return 12;
     case CHOOSE:
       return 3;
@@ -220,15 +237,15 @@ function lengthOf(buf: Float64Array, pc: number): number {
 /** Compiles `rule` into the arena; its code's offset, -1 when the code fits no chunk (the rule
  * is interpreted then). Reads no more of the rule than its statements need: most rules of a big
  * ruleset are cold in memory when first compiled. */
-export function compileRule(rule: Rule, arena: CodeArena, ctx: SimContext): number {
-  const out: number[] = [-1, NaN, -1];
+export function compileRule(rule: Rule, arena: CodeArena): number {
+  const out: number[] = [-1, 0, -1];
   const stmts = rule.stmts;
   for (let i = 0; i < stmts.length; i++) {
     const stmt = stmts[i]!;
     const before = out.length;
     // The statement's number, kept when it has an instruction (one at most).
     const k = arena.stmts.length;
-    const compiled = stmt.kind === 'verdict' ? compileVerdict(stmt, k, arena, ctx, out) : compileStmt(stmt, k, rule, arena, out);
+    const compiled = stmt.kind === 'verdict' ? compileVerdict(stmt, k, arena, out) : compileStmt(stmt, k, rule, arena, out);
     if (!compiled) {
       out.length = before;
       out.push(EVAL, k);
@@ -278,34 +295,27 @@ function compileStmt(stmt: Stmt, k: number, rule: Rule, arena: CodeArena, out: n
       arena.sets.push(undefined);
       return true;
     case 'xt-extension':
-      return compileXtMatch(stmt, k, out);
+      return compileXtMatch(stmt, k, arena, out);
     case 'nat':
       out.push(NAT, k, arena.nats.length);
-      arena.nats.push(planNat(stmt));
+      arena.nats.push(undefined);
       return true;
     default:
       return false;
   }
 }
 
-/** A verdict, its target resolved in the table the rule is evaluated in (ctx.table): a jump to
- * a chain not there stays with the interpreter, whose result evaluate-chain.ts reports. */
-function compileVerdict(stmt: Extract<Stmt, { kind: 'verdict' }>, k: number, arena: CodeArena, ctx: SimContext, out: number[]): boolean {
-  let result: RuleResult;
-  try {
-    result = verdictResult(stmt.verdict, stmt.target, ctx);
-  } catch (error) {
-    if (error instanceof NotModelled) return false;
-    throw error;
-  }
-  if (!result.matched) return false;
-  if (result.name !== 'jump' && result.name !== 'goto') {
-    out.push(RESULT, k, RESULT_CODES.indexOf(result.name));
+/** A verdict: one without a target is its result; a jump or goto is resolved when a packet
+ * first takes it (jumpAt). */
+function compileVerdict(stmt: Extract<Stmt, { kind: 'verdict' }>, k: number, arena: CodeArena, out: number[]): boolean {
+  const name = stmt.verdict;
+  if (name === 'jump' || name === 'goto') {
+    if (stmt.target === undefined) return false;
+    out.push(JUMP, k, arena.jumps.length);
+    arena.jumps.push(undefined);
     return true;
   }
-  if (!result.to) return false;
-  out.push(JUMP, k, arena.jumps.length);
-  arena.jumps.push(result);
+  out.push(RESULT, k, RESULT_CODES.indexOf(name));
   return true;
 }
 
@@ -383,7 +393,8 @@ function comparisonOf(rel: Relational, mask: number | undefined): readonly [numb
       return undefined;
   }
   if (mask === undefined) return [cmp, x, 0];
-  // (field & mask) == x never holds when x has bits outside the mask (-1: no value is equal).
+  // (field & mask) == x never holds when x has bits outside the mask. Then y is -1, read back as
+  // 0xffffffff, which no `field & mask` is: the mask has a bit clear.
   if (cmp === CMP.eq) return [CMP.maskEq, mask, (x & mask) >>> 0 === x ? x : -1];
   if (cmp === CMP.ne) return [CMP.maskNe, mask, (x & mask) >>> 0 === x ? x : -1];
   if (cmp === CMP.anyBit) return [CMP.anyBit, (mask & x) >>> 0, 0];
@@ -399,8 +410,7 @@ function compileMatch(rel: Relational, k: number, arena: CodeArena, out: number[
     throw error;
   }
   if (p !== undefined) {
-    if (p <= 0) out.push(NEVER, k);
-    else if (p < 1) out.push(CHOOSE, k, p);
+    pushChoice(p, k, arena, out);
     return true;
   }
   const right = rel.right;
@@ -418,24 +428,38 @@ function compileMatch(rel: Relational, k: number, arena: CodeArena, out: number[
   const folded = only?.op === OP.and ? comparisonOf(rel, only.value) : undefined;
   const comparison = folded ?? comparisonOf(rel, undefined);
   if (!comparison) return false;
-  out.push(TEST, k);
-  pushU32(out, folded ? { ref: left.ref, ops: [] } : left);
+  if (folded || left.ops.length === 0) out.push(TEST, k, left.ref.field, left.ref.arg, left.ref.arg2);
+  else {
+    out.push(TEST_OPS, k);
+    pushU32(out, left);
+  }
   out.push(comparison[0], comparison[1], comparison[2]);
   return true;
 }
 
+/** A random test of probability p: never, or a branch (always: no instruction). */
+function pushChoice(p: number, k: number, arena: CodeArena, out: number[]): void {
+  if (p <= 0) out.push(NEVER, k);
+  else if (p < 1) {
+    let w = arena.byProbability.get(p);
+    if (w === undefined) {
+      w = arena.weights.push([p, 1 - p]) - 1;
+      arena.byProbability.set(p, w);
+    }
+    out.push(CHOOSE, k, w);
+  }
+}
+
 /** iptables' statistic, comment and conntrack state matches (evaluate-stmt.ts
  * evaluateXtExtension, matchXt); the other xt statements are interpreted. */
-function compileXtMatch(stmt: XtExtensionStmt, k: number, out: number[]): boolean {
+function compileXtMatch(stmt: XtExtensionStmt, k: number, arena: CodeArena, out: number[]): boolean {
   if (stmt.type !== 'match') return false;
   const option = (name: string) => stmt.options.find((o) => o.name === name);
   if (stmt.name === 'statistic') {
     const mode = option('mode')?.value;
     const probability = option('probability');
     if (mode?.type !== 'string' || mode.s !== 'random' || probability?.value.type !== 'probability') return false;
-    const p = probability.negated ? 1 - probability.value.p : probability.value.p;
-    if (p <= 0) out.push(NEVER, k);
-    else if (p < 1) out.push(CHOOSE, k, p);
+    pushChoice(probability.negated ? 1 - probability.value.p : probability.value.p, k, arena, out);
     return true;
   }
   if (stmt.name === 'comment') return true;
@@ -477,9 +501,9 @@ function compare(cmp: number, v: number, x: number, y: number): boolean {
   }
 }
 
-/** A TEST's or MARK_SET's value: the field, then its operations; -1 for NFT_BREAK. */
-function u32At(buf: Float64Array, at: number, ctx: SimContext): number {
-  let v = readField(ctx, buf[at]!, buf[at + 1]!, buf[at + 2]!);
+/** A TEST_OPS's or MARK_SET's value: the field, then its operations; -1 for NFT_BREAK. */
+function u32At(buf: Int32Array, at: number, ctx: SimContext): number {
+  let v = readField(ctx, buf[at]!, buf[at + 1]! >>> 0, buf[at + 2]! >>> 0);
   if (v < 0) return -1;
   const op1 = buf[at + 3]!;
   if (op1 !== 0) {
@@ -491,14 +515,14 @@ function u32At(buf: Float64Array, at: number, ctx: SimContext): number {
 }
 
 /** A set key from fields: a number, or the parts of a concatenation; undefined for NFT_BREAK. */
-function keyAt(buf: Float64Array, at: number, n: number, concat: boolean, ctx: SimContext): number | number[] | undefined {
+function keyAt(buf: Int32Array, at: number, n: number, concat: boolean, ctx: SimContext): number | number[] | undefined {
   if (!concat) {
-    const v = readField(ctx, buf[at]!, buf[at + 1]!, buf[at + 2]!);
+    const v = readField(ctx, buf[at]!, buf[at + 1]! >>> 0, buf[at + 2]! >>> 0);
     return v < 0 ? undefined : v;
   }
   const parts: number[] = [];
   for (let i = 0; i < n; i++) {
-    const v = readField(ctx, buf[at + 3 * i]!, buf[at + 3 * i + 1]!, buf[at + 3 * i + 2]!);
+    const v = readField(ctx, buf[at + 3 * i]!, buf[at + 3 * i + 1]! >>> 0, buf[at + 3 * i + 2]! >>> 0);
     if (v < 0) return undefined;
     parts.push(v);
   }
@@ -516,16 +540,12 @@ function lookupAt(arena: CodeArena, slot: number, k: number, ctx: SimContext): R
   return resolved;
 }
 
-// Random branches of one probability share their weights (a chooser only reads them).
-const weightsByProbability = new Map<number, readonly number[]>();
-
-function weightsOf(p: number): readonly number[] {
-  let weights = weightsByProbability.get(p);
-  if (!weights) {
-    weights = [p, 1 - p];
-    if (weightsByProbability.size < 4096) weightsByProbability.set(p, weights);
-  }
-  return weights;
+/** The result of the JUMP of statement k, in slot `slot`: the target's one result for the verb,
+ * or, for a chain the table does not have, one without an index, which evaluate-chain.ts reports
+ * at every run (verdictResult). */
+function jumpAt(arena: CodeArena, slot: number, k: number, ctx: SimContext): RuleResult {
+  const stmt = arena.stmts[k] as Extract<Stmt, { kind: 'verdict' }>;
+  return (arena.jumps[slot] = verdictResult(stmt.verdict, stmt.target, ctx));
 }
 
 /** Runs a compiled rule (the code at `start`), as evaluateRule runs its statements. */
@@ -539,13 +559,19 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
           case END:
             return PLAIN_RESULTS.continue;
           case TEST: {
+            const v = readField(ctx, buf[pc + 2]!, buf[pc + 3]! >>> 0, buf[pc + 4]! >>> 0);
+            if (v < 0 || !compare(buf[pc + 5]!, v, buf[pc + 6]! >>> 0, buf[pc + 7]! >>> 0)) return NO_MATCH;
+            pc += 8;
+            break;
+          }
+          case TEST_OPS: {
             const v = u32At(buf, pc + 2, ctx);
-            if (v < 0 || !compare(buf[pc + 9]!, v, buf[pc + 10]!, buf[pc + 11]!)) return NO_MATCH;
+            if (v < 0 || !compare(buf[pc + 9]!, v, buf[pc + 10]! >>> 0, buf[pc + 11]! >>> 0)) return NO_MATCH;
             pc += 12;
             break;
           }
           case CHOOSE:
-            if (ctx.choose(weightsOf(buf[pc + 2]!)) !== 0) return NO_MATCH;
+            if (ctx.choose(arena.weights[buf[pc + 2]!]!) !== 0) return NO_MATCH;
             pc += 3;
             break;
           case NEVER:
@@ -557,9 +583,11 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
           case RESULT:
             return PLAIN_RESULTS[RESULT_CODES[buf[pc + 2]!]!];
           case JUMP:
-            return arena.jumps[buf[pc + 2]!]!;
+            return arena.jumps[buf[pc + 2]!] ?? jumpAt(arena, buf[pc + 2]!, buf[pc + 1]!, ctx);
           case NAT: {
-            const verdict = setUpNat(arena.nats[buf[pc + 2]!]!, ctx, compiledLoc(arena, start, ctx));
+            const slot = buf[pc + 2]!;
+            const plan = arena.nats[slot] ?? (arena.nats[slot] = planNat(arena.stmts[buf[pc + 1]!] as NatStmt));
+            const verdict = setUpNat(plan, ctx, compiledLoc(arena, start, ctx));
             return verdict ? resultOf(verdict) : NO_MATCH;
           }
           case MARK_SET: {

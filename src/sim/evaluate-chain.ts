@@ -54,7 +54,7 @@ function compiledAt(index: ChainIndex, position: number, ctx: SimContext): numbe
     hooks.compiled[rule] = known - 1;
     return -1;
   }
-  const start = compileRule(index.chain.rules[position]!, hooks.code, ctx);
+  const start = compileRule(index.chain.rules[position]!, hooks.code);
   hooks.compiled[rule] = start >= 0 ? start + 1 : UNCOMPILABLE;
   return start;
 }

@@ -73,6 +73,18 @@ describe('compiled rules', () => {
     ['table ip n {', '  chain pre {', '    type nat hook prerouting priority dstnat; policy accept;', ...rules.map((r) => `    ${r}`), '  }', '  chain fw {', '    type filter hook forward priority 0; policy accept;', '    tcp dport 443 accept', '    tcp dport 1000-2000 accept', '    tcp dport != 8080 drop', '  }', '}', ''].join('\n');
   const FILTER = 'type filter hook forward priority 0; policy accept;';
 
+  const TOP_BIT_RULES = [
+    'meta mark set 0x80004010',
+    'meta mark 0x80004010 meta mark > 0x80000000 meta mark & 0x80000000 == 0x80000000 meta mark 0x80000000-0xfffffff0 meta mark 0x80000000/1 meta mark set meta mark ^ 0xffff0000',
+    'meta mark 0x7fff4010 ip daddr != 255.255.255.255 accept',
+    'drop',
+  ];
+
+  it('compare and change values with the top bit set', () => {
+    const outcome = simulatePacket(parse(chain(FILTER, TOP_BIT_RULES)), { host: HOST, packet: FORWARDED }).outcomes[0]!;
+    expect([outcome.verdict, outcome.mark]).toEqual(['accept', '0x7fff4010']);
+  });
+
   it.each([
     ['a mask with a value outside it', chain(FILTER, ['meta mark & 0xff == 0x110 drop', 'meta mark & 0xff != 0x110 accept'])],
     ['a masked mark with a flag test', chain(FILTER, ['meta mark & 0xff00 0x4000 drop', 'meta mark & 0x0f00 0x4000 accept'])],
@@ -90,6 +102,9 @@ describe('compiled rules', () => {
     ['numgen verdict maps', chain(FILTER, ['numgen random mod 3 vmap { 0 : accept, 1 : drop, 2 : continue }', 'accept'])],
     ['a verdict map on a concatenation', chain(FILTER, ['ip daddr . meta l4proto . th dport vmap { 198.51.100.20 . tcp . 443 : drop, 198.51.100.21 . udp . 53 : accept }'])],
     ['a meta random test', chain(FILTER, ['meta random & 2147483647 < 1073741824 drop', 'accept'])],
+    // The code keeps unsigned operands as int32 (src/sim/compile-rule.ts): here every kind of
+    // operand has its top bit set.
+    ['constants with the top bit set', chain(FILTER, TOP_BIT_RULES)],
   ])('give the outcomes of the interpreter: %s', (_name, text) => {
     const ruleset = parse(text);
     for (const packet of [FORWARDED, { ...FORWARDED, dport: 1500 }, { ...FORWARDED, protocol: 'udp', dport: 53 }, { ...FORWARDED, mark: '0x0', protocol: 'icmp', dport: undefined }]) {

@@ -151,8 +151,8 @@ describe('verdicts (nf_tables_core.c nft_do_chain)', () => {
   });
   // The kernel refuses such a ruleset (nf_tables_api.c: the target is looked up by name when the
   // rule is added); a listing with one can only be a hand-made or truncated file. Interpreted on
-  // the first packets (INTERPRETED_RUNS), then compiled (the jump left to the interpreter, the
-  // verdict map element resolved at run time): reported each time.
+  // the first packets (INTERPRETED_RUNS), then compiled (the jump and the verdict map element
+  // resolved when first taken): reported each time.
   it.each([
     ['a jump', 'jump nowhere'],
     ['a goto', 'goto nowhere'],
