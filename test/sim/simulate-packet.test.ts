@@ -168,6 +168,20 @@ describe('verdicts (nf_tables_core.c nft_do_chain)', () => {
 });
 
 describe('hook order (net/netfilter/core.c nf_hook_entries_grow)', () => {
+  // The kernel refuses a second chain of one name in a table (nf_tables_api.c), and the parsers
+  // merge one written twice; a ruleset built by hand through the library may still have one.
+  // Each base chain runs its own rules (src/sim/chain-index.ts baseChainIndex), every time.
+  it('runs two base chains of one name each with its own rules', () => {
+    const parsed = parse(`table ip t {\n\tchain c { type filter hook input priority 0; meta mark set 1; }\n\tchain d { type filter hook input priority 10; meta mark 1 drop; }\n}\n`);
+    const table = parsed.tables[0]!;
+    const ruleset = { ...parsed, tables: [{ ...table, chains: table.chains.map((c) => ({ ...c, name: 'c' })) }] };
+    for (let run = 0; run < INTERPRETED_RUNS + 2; run++) {
+      const o = simulatePacket(ruleset, { host: HOST, packet: LOCAL }).outcomes[0]!;
+      expect(o.trace.map((e) => `${e.chain} ${e.kind} ${e.verdict}`)).toEqual(['c rule continue', 'c policy accept', 'c rule drop']);
+      expect(o.disposition).toBe('dropped');
+    }
+  });
+
   it('runs base chains by priority, whatever the listing order', () => {
     const text = `${chain('ip', 'late', 'c', 'type filter hook input priority 10;', '\t\tmeta mark set 2')}${chain('ip', 'early', 'c', 'type filter hook input priority -10;', '\t\tmeta mark set 1')}`;
     expect(simulateOne(text, LOCAL).trace.map((e) => e.table)).toEqual(['early', 'early', 'late', 'late']);
