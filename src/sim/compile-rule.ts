@@ -18,7 +18,7 @@
 // interpreter does for its statement, in its order: it breaks where evaluateExpr does, and throws
 // NotModelled where it would.
 
-import type { ElementExpr, Expr, MatchStmt, NatStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
+import type { Expr, MatchStmt, NatStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
 import { prefixMask } from './address.js';
 import { constantOf, prefixBits, randomProbability } from './evaluate-expr.js';
@@ -37,7 +37,7 @@ import {
   type NatPlan,
   type RuleResult,
 } from './evaluate-stmt.js';
-import { findResolved, resolveLookup, type ResolvedLookup } from './lookup-element.js';
+import { findAddedTo, findResolved, positionOf, resolveLookup, type ResolvedLookup } from './lookup-element.js';
 import { applyOp, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
 import type { Loc, TraceEvent } from './outcome.js';
 import { currentRule, locOf, NotModelled, type SimContext } from './sim-context.js';
@@ -71,8 +71,6 @@ export interface CodeArena {
    * service chain's random branches are compiled by the packets that pass them, and one takes
    * one of them. */
   readonly jumps: (RuleResult | undefined)[];
-  /** The results of verdict map elements, their target chains resolved, as packets meet them. */
-  readonly elementResults: Map<ElementExpr, RuleResult>;
   /** The sets of LOOKUP and VMAP instructions, by their slot, resolved when first needed. */
   readonly sets: (ResolvedLookup | undefined)[];
   /** The plans of NAT instructions, by their operand, planned when a packet first reaches the
@@ -85,7 +83,7 @@ export interface CodeArena {
 }
 
 export function createCodeArena(): CodeArena {
-  return { chunks: [new Int32Array(FIRST_CHUNK)], used: 0, locs: [], events: [], stmts: [], jumps: [], elementResults: new Map(), sets: [], nats: [], weights: [], byProbability: new Map() };
+  return { chunks: [new Int32Array(FIRST_CHUNK)], used: 0, locs: [], events: [], stmts: [], jumps: [], sets: [], nats: [], weights: [], byProbability: new Map() };
 }
 
 // A rule's offset is its chunk's number above AT_BITS, its place in the chunk below. Offsets are
@@ -610,14 +608,23 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
           case VMAP: {
             const key = keyAt(buf, pc + 5, buf[pc + 4]!, buf[pc + 3] === 1, ctx);
             if (key === undefined) return NO_MATCH;
-            const element = findResolved(lookupAt(arena, buf[pc + 2]!, buf[pc + 1]!, ctx), key, ctx);
-            const data = element?.data;
-            if (!element || !data) return NO_MATCH;
-            let result = arena.elementResults.get(element);
+            const resolved = lookupAt(arena, buf[pc + 2]!, buf[pc + 1]!, ctx);
+            const elements = resolved.elements;
+            const position = positionOf(resolved, key, ctx);
+            if (position >= elements.length) {
+              // An element added during the run has no data: no match. It is looked for all the
+              // same, as the interpreter does: comparing with one may throw NotModelled.
+              findAddedTo(resolved, key, ctx);
+              return NO_MATCH;
+            }
+            // The elements' results, their target chains resolved, as packets meet them.
+            const results = (resolved.results ??= new Array<RuleResult | undefined>(elements.length));
+            let result = results[position];
             if (result === undefined) {
+              const data = elements[position]!.data;
+              if (!data) return NO_MATCH;
               if (data.kind !== 'verdict') throw new NotModelled('verdict map element without a verdict');
-              result = verdictResult(data.verdict, data.target, ctx);
-              arena.elementResults.set(element, result);
+              result = results[position] = verdictResult(data.verdict, data.target, ctx);
             }
             return result;
           }

@@ -15,6 +15,7 @@ import type { ElementExpr, Expr, NamedSet, SetLiteral, SetRef, Table } from '../
 import { prefixMask } from './address.js';
 import { areIndexesOn } from './chain-index.js';
 import { constantOf, isEqual, matchesKey, namedSet, type RtValue } from './evaluate-expr.js';
+import type { RuleResult } from './evaluate-stmt.js';
 import type { SimContext } from './sim-context.js';
 
 /** A value to look up: an RtValue, or as compiled rules read it (compile-rule.ts) an integer
@@ -41,6 +42,9 @@ export interface ResolvedLookup {
   readonly named: NamedSet | undefined;
   readonly elements: readonly ElementExpr[];
   readonly index: SetIndex;
+  /** A verdict map's results by element position, as a compiled rule resolves them
+   * (compile-rule.ts VMAP). */
+  results?: (RuleResult | undefined)[];
 }
 
 /** Resolves `set` (a named one in the table being evaluated: NotModelled when it is not there). */
@@ -51,13 +55,23 @@ export function resolveLookup(set: SetLiteral | SetRef, lhs: Expr, ctx: SimConte
 }
 
 export function findResolved(resolved: ResolvedLookup, value: LookupValue, ctx: SimContext): ElementExpr | undefined {
-  const { elements, set, named } = resolved;
-  const position = findPosition(resolved.index, elements, value, resolved.lhs, ctx);
-  if (position < elements.length) return elements[position];
+  const position = positionOf(resolved, value, ctx);
+  return position < resolved.elements.length ? resolved.elements[position] : findAddedTo(resolved, value, ctx);
+}
+
+/** The position of the first of the resolved elements whose key matches `value`, past the last
+ * when none does (findAddedTo looks among those added during the run). */
+export function positionOf(resolved: ResolvedLookup, value: LookupValue, ctx: SimContext): number {
+  return findPosition(resolved.index, resolved.elements, value, resolved.lhs, ctx);
+}
+
+/** An element `add @set` / `update @set` put in the resolved set during the run: it has a key,
+ * no data. */
+export function findAddedTo(resolved: ResolvedLookup, value: LookupValue, ctx: SimContext): ElementExpr | undefined {
+  const { set, named } = resolved;
   return named && set.kind === 'set-ref' ? findAdded(named, set, value, ctx) : undefined;
 }
 
-/** An element `add @set` / `update @set` put there during the run. */
 function findAdded(named: NamedSet, set: SetRef, value: LookupValue, ctx: SimContext): ElementExpr | undefined {
   const added = ctx.dynamicSets.get(named);
   if (!added) return undefined;
@@ -124,30 +138,34 @@ interface SetIndex {
 const setIndexes = new WeakMap<readonly ElementExpr[], SetIndex>();
 
 function findPosition(index: SetIndex, elements: readonly ElementExpr[], value: LookupValue, lhs: Expr, ctx: SimContext): number {
-  let rt: RtValue | undefined;
-  const scan = (): number => {
-    const v = (rt ??= toRtValue(value));
-    const i = elements.findIndex((e) => matchesKey(v, e.key, lhs, ctx));
-    return i < 0 ? elements.length : i;
-  };
   let best = elements.length;
   if (index.exactShape !== undefined) {
     // Comparing a value with an element of another type may throw (an interface name with an
     // index): let the scan do it.
-    if (!hasShape(value, index.exactShape)) return scan();
+    if (!hasShape(value, index.exactShape)) return scanPosition(elements, value, lhs, ctx);
     best = findExact(index, value) ?? best;
   }
   if ((typeof value === 'bigint' || typeof value === 'number') && index.intervals.length > 0) {
     // A number and a bigint compare exactly.
-    if (index.intervalLimit !== undefined && value >= index.intervalLimit) return scan();
+    if (index.intervalLimit !== undefined && value >= index.intervalLimit) return scanPosition(elements, value, lhs, ctx);
     const hit = findInterval(index.intervals, value);
     if (hit !== undefined && hit.position < best) best = hit.position;
   }
-  for (const position of index.rest) {
+  const rest = index.rest;
+  if (rest.length === 0 || rest[0]! >= best) return best;
+  const rt = toRtValue(value);
+  for (const position of rest) {
     if (position >= best) break;
-    if (matchesKey((rt ??= toRtValue(value)), elements[position]!.key, lhs, ctx)) return position;
+    if (matchesKey(rt, elements[position]!.key, lhs, ctx)) return position;
   }
   return best;
+}
+
+/** The position of the first element matching `value` by the scan, past the last when none. */
+function scanPosition(elements: readonly ElementExpr[], value: LookupValue, lhs: Expr, ctx: SimContext): number {
+  const rt = toRtValue(value);
+  const i = elements.findIndex((e) => matchesKey(rt, e.key, lhs, ctx));
+  return i < 0 ? elements.length : i;
 }
 
 /** The interval holding `value`: the last one starting at or below it, if it reaches it. */
@@ -211,18 +229,23 @@ function numericParts(value: readonly LookupValue[]): number[] | undefined {
 }
 
 function findTuple(tuples: TupleIndex, value: readonly LookupValue[]): number | undefined {
-  const { width, parts } = tuples;
-  const key = value.length === width ? numericParts(value) : undefined;
+  const width = tuples.width;
+  if (value.length !== width) return undefined;
+  // Compiled rules look up numbers already (keyOf gives a number as itself).
+  const key = value.every((part) => typeof part === 'number') ? (value as readonly number[]) : numericParts(value);
   if (!key) return undefined;
   const found = tuples.byHash.get(hashParts(key, 0, width));
   if (found === undefined) return undefined;
-  const candidates = typeof found === 'number' ? [found] : found;
-  for (const i of candidates) {
-    let j = 0;
-    while (j < width && parts[i * width + j] === key[j]) j++;
-    if (j === width) return tuples.positions[i];
-  }
+  if (typeof found === 'number') return isTuple(tuples, found, key) ? tuples.positions[found] : undefined;
+  for (const i of found) if (isTuple(tuples, i, key)) return tuples.positions[i];
   return undefined;
+}
+
+/** Whether the i-th tuple of the index has the parts of `key`. */
+function isTuple(tuples: TupleIndex, i: number, key: readonly number[]): boolean {
+  const { width, parts } = tuples;
+  for (let j = 0; j < width; j++) if (parts[i * width + j] !== key[j]) return false;
+  return true;
 }
 
 /** The tuple index of the exact elements (in order), when all of them are concatenations of
