@@ -24,6 +24,7 @@ import type {
 import type { Diagnostic } from './diagnostic.js';
 import type { ChainId, EarlierChainLookup } from './compose-rulesets.js';
 import { datatypeSymbols, readIptablesRejectWith, typeAgainst, typeInner, typeLiteral, typeWith, type Datatype } from './datatypes.js';
+import { recordChainsByName } from './chains-by-name.js';
 import { formatRule } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
 import type { AddressSpec, NatRange } from './xt-option.js';
@@ -311,23 +312,27 @@ class TableState {
       this.diagnostics.splice(this.firstDiagnostic, 0, { severity: 'error', code: 'unknown-table', message, span });
     }
     const chains: Chain[] = [];
+    // The Map of chain states becomes the table's chains by name: each state is replaced by its
+    // chain under the same key (chains-by-name.ts), which hashes no name again.
+    const byName: Map<string, ChainState | Chain> = this.chains;
     for (const c of this.chains.values()) {
       const hook = iptablesNftChain(this.name, c.name);
       // One literal per case, not a conditional spread: a kube-proxy dump has 60,000 chains,
       // and the spread copies each chain node and gives it a shape of its own.
       const { span, name, rules } = c;
-      chains.push(
-        hook
-          ? {
-              kind: 'chain',
-              span,
-              name,
-              base: { type: hook.type, hook: hook.hook, priority: { span, offset: hook.priority, value: hook.priority }, policy: c.policy, devices: [] },
-              rules,
-            }
-          : { kind: 'chain', span, name, rules },
-      );
+      const chain: Chain = hook
+        ? {
+            kind: 'chain',
+            span,
+            name,
+            base: { type: hook.type, hook: hook.hook, priority: { span, offset: hook.priority, value: hook.priority }, policy: c.policy, devices: [] },
+            rules,
+          }
+        : { kind: 'chain', span, name, rules };
+      chains.push(chain);
+      byName.set(name, chain);
     }
+    recordChainsByName(chains, byName as ReadonlyMap<string, Chain>);
     return { kind: 'table', span, family: this.family, name: this.name, flags: [], objects: [], sets: [], flowtables: [], chains };
   }
 }

@@ -88,7 +88,7 @@ interface IndexedRun {
 }
 
 /** A chain of the ruleset as packets meet it, made when a packet first enters it or a rule
- * first jumps to it (chainIndexNamed), and kept in its table's map of names: a jump finds
+ * first jumps to it (chainIndexNamed), and kept by name in its table's TableChains: a jump finds
  * everything about its target here, and its long runs' index once a packet entered it. */
 export interface ChainIndex {
   readonly chain: Chain;
@@ -119,11 +119,13 @@ export interface ChainIndex {
  * packet, and making an index for each of a 50,000-service ruleset's 300,000 chains cost a
  * quarter of a second. */
 export function chainIndexNamed(hooks: HookIndex, table: Table, name: string): ChainIndex | undefined {
-  const byName = hooks.chains.get(table)!;
-  const known = byName.get(name);
-  if (known === undefined || 'first' in known) return known;
-  const index = createChainIndex(hooks, known);
-  byName.set(name, index);
+  const chains = hooks.chains.get(table)!;
+  const known = chains.indexes.get(name);
+  if (known) return known;
+  const chain = chains.byName.get(name);
+  if (!chain) return undefined;
+  const index = createChainIndex(hooks, chain);
+  chains.indexes.set(name, index);
   return index;
 }
 

@@ -3,6 +3,7 @@
 
 import type { Chain, Family, Hook, NatStmt, Ruleset, Stmt, Table } from '../model/ast.js';
 import type { AddressFamily } from './address.js';
+import { chainsByName } from '../model/chains-by-name.js';
 import { baseChainIndex, type ChainIndex } from './chain-index.js';
 import { createCodeArena, type CodeArena } from './compile-rule.js';
 
@@ -172,11 +173,17 @@ interface Registered {
 }
 
 /** The base chains at every hook of one ruleset, by hook and family, computed once. */
+/** A table's chains by name, and the indexes made for them so far by name. */
+export interface TableChains {
+  readonly byName: ReadonlyMap<string, Chain>;
+  readonly indexes: Map<string, ChainIndex>;
+}
+
 export interface HookIndex {
   readonly byHook: ReadonlyMap<Hook, readonly Registered[]>;
-  /** The chains by table and name (a jump's target), each replaced by its index once it has one
+  /** By table, its chains by name (a jump's target) and the indexes made for them so far
    * (chain-index.ts chainIndexNamed). */
-  readonly chains: WeakMap<Table, Map<string, Chain | ChainIndex>>;
+  readonly chains: WeakMap<Table, TableChains>;
   /** The families conntrack is enabled for (findConntrackFamilies). */
   readonly conntrack: ConntrackFamilies;
   /** The families with a nat base chain: the first one registers the NAT hook at all four hooks
@@ -197,19 +204,17 @@ export interface HookIndex {
 
 export function buildHookIndex(ruleset: Ruleset): HookIndex {
   const byHook = new Map<Hook, Registered[]>();
-  const chains = new WeakMap<Table, Map<string, Chain | ChainIndex>>();
+  const chains = new WeakMap<Table, TableChains>();
   let order = 0;
   for (const table of ruleset.tables) {
-    const byName = new Map<string, Chain | ChainIndex>();
     for (const chain of table.chains) {
-      byName.set(chain.name, chain);
       const base = chain.base;
       if (!base) continue;
       const list = byHook.get(base.hook) ?? [];
       list.push({ table, chain, priority: base.priority.value ?? base.priority.offset, order: order++, nat: base.type === 'nat' });
       byHook.set(base.hook, list);
     }
-    chains.set(table, byName);
+    chains.set(table, { byName: chainsByName(table), indexes: new Map() });
   }
   const nat = new Set<AddressFamily>();
   for (const r of [...byHook.values()].flat()) {

@@ -3,6 +3,7 @@
 // runs (nat statements, established-accept, loops) share this one computation.
 
 import type { Chain, Expr, Ruleset, Span, Table } from '../../model/ast.js';
+import { chainsByName } from '../../model/chains-by-name.js';
 import { forEachExpr } from './walk-rule.js';
 
 export interface ChainEdge {
@@ -57,13 +58,12 @@ export function jumpsOf(chain: Chain): ChainEdge[] {
 }
 
 function buildTableGraph(table: Table): TableGraph {
-  const chains = new Map<string, Chain>();
+  const chains = chainsByName(table);
   const edges = new Map<Chain, ChainEdge[]>();
   // Chains by position, each with the positions it jumps to: a kube-proxy nat table has tens of
   // thousands of chains, most reached from two base chains.
   const position = new Map<Chain, number>();
   table.chains.forEach((c, i) => {
-    chains.set(c.name, c);
     edges.set(c, jumpsOf(c));
     position.set(c, i);
   });
