@@ -430,9 +430,9 @@ function printSimulationReport(simulations, trace) {
   console.log('  25% NodePort on the node address, 30% misses) from an external client, one outcome each (`seed`);');
   console.log(`  all branches: ${Number(args['all-branches']).toLocaleString('en-US')} more packets listing every random branch (nftsim run's default).`);
   console.log('  packets/s by the clock and by user CPU (the CPU figure is steadier on a busy machine); warm: the same');
-  console.log(`  packets a third time, once the chains they meet are indexed and their rules compiled (rules compile at their`);
-  console.log(`  second run); each row is the run of the`);
-  console.log(`  median packets/s of ${runs}, each in a fresh process\n`);
+  console.log('  packets a third time, once the chains they meet are indexed and their rules compiled (a rule compiles');
+  console.log(`  at its second run); all branches run after them; each row is the run of the median packets/s of ${runs},`);
+  console.log('  each in a fresh process\n');
   const table = [['input', 'services', 'rules', 'parse', 'packets/s', 'CPU packets/s', 'µs/packet', 'warm packets/s', 'all branches/s', 'outcomes/packet', 'uncertain']];
   for (const { services, file, result } of simulations) {
     if ('failure' in result) {
@@ -463,8 +463,11 @@ function printSimulationReport(simulations, trace) {
     console.log(`\nper-packet cost ${largest.services.toLocaleString('en-US')} / ${smallest.services.toLocaleString('en-US')} services: ${wall.toFixed(2)}× by the clock, ${cpu.toFixed(2)}× by CPU (goal: < 2×)`);
     // The same packets once every rule they meet is compiled: what is left of the growth when
     // no packet meets a service for the first time.
-    const warm = (smallest.result.warmPassesPerSecond.at(-1) ?? 0) / (largest.result.warmPassesPerSecond.at(-1) ?? 0);
-    console.log(`warm per-packet cost ${largest.services.toLocaleString('en-US')} / ${smallest.services.toLocaleString('en-US')} services: ${warm.toFixed(2)}× by the clock`);
+    const smallWarm = smallest.result.warmPassesPerSecond.at(-1);
+    const largeWarm = largest.result.warmPassesPerSecond.at(-1);
+    if (smallWarm !== undefined && largeWarm !== undefined) {
+      console.log(`warm per-packet cost ${largest.services.toLocaleString('en-US')} / ${smallest.services.toLocaleString('en-US')} services: ${(smallWarm / largeWarm).toFixed(2)}× by the clock`);
+    }
   }
   const tenK = dumps.find((d) => d.services === 10000);
   if (tenK && !('failure' in tenK.result)) console.log(`10,000 services: ${Math.round(tenK.result.packetsPerSecond).toLocaleString('en-US')} packets/s (goal: ≥ 200,000)`);

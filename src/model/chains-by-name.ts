@@ -1,9 +1,9 @@
-// A table's chains by name, for what finds a chain by the name a jump gives (the simulator). A
-// parser holds such a Map when it finishes a table and records it for the table's chains array
-// (recordChainsByName), so that a kube-proxy table of 300,000 chains is not hashed again: making
-// the Map anew took a quarter of a second at 50,000 services, in the first simulated packet.
-// Kept by the chains array, which never changes; a table made with another array gets a Map made
-// when first asked for.
+// A table's chains by name, for what finds a chain by the name a jump gives (the simulator, lint's
+// chain graph). The iptables lowering holds such a Map when it finishes a table and records it for
+// the table's chains array (recordChainsByName), so that a kube-proxy table of 300,000 chains is
+// not hashed again: making the Map anew took a quarter of a second at 50,000 services, in the
+// first simulated packet. Kept by the chains array, which never changes; a table made with another
+// array gets a Map made when first asked for.
 
 import type { Chain, Table } from './ast.js';
 

@@ -130,6 +130,8 @@ interface ChainState {
 }
 
 class TableState {
+  /** The chains by name, each under its own name. toTable, the state's last call (closeTable then
+   * drops it), turns this Map into the table's chains by name (chains-by-name.ts). */
   private readonly chains = new Map<string, ChainState>();
   /** Where this table's diagnostics start: the unknown-table one, which needs the table's span
    * (known at its end), goes first. */

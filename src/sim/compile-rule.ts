@@ -202,7 +202,7 @@ const NAT = 11;
  * (U32Expr) compared. */
 const TEST_OPS = 12;
 
-/** Comparisons of TEST: the value v against x (and y). */
+/** Comparisons of TEST and TEST_OPS: the value v against x (and y). */
 const CMP = { eq: 1, ne: 2, lt: 3, gt: 4, le: 5, ge: 6, anyBit: 7, maskEq: 8, maskNe: 9, in: 10, notIn: 11 } as const;
 
 const RESULT_CODES = ['continue', 'accept', 'drop', 'reject', 'queue', 'return'] as const;
@@ -313,7 +313,10 @@ function compileVerdict(stmt: Extract<Stmt, { kind: 'verdict' }>, k: number, are
     arena.jumps.push(undefined);
     return true;
   }
-  out.push(RESULT, k, RESULT_CODES.indexOf(name));
+  // A name the interpreter does not know (a model built by hand) stays with it: it throws.
+  const code = RESULT_CODES.indexOf(name);
+  if (code < 0) return false;
+  out.push(RESULT, k, code);
   return true;
 }
 

@@ -232,13 +232,18 @@ function findTuple(tuples: TupleIndex, value: readonly LookupValue[]): number | 
   const width = tuples.width;
   if (value.length !== width) return undefined;
   // Compiled rules look up numbers already (keyOf gives a number as itself).
-  const key = value.every((part) => typeof part === 'number') ? (value as readonly number[]) : numericParts(value);
+  const key = areNumbers(value) ? value : numericParts(value);
   if (!key) return undefined;
   const found = tuples.byHash.get(hashParts(key, 0, width));
   if (found === undefined) return undefined;
   if (typeof found === 'number') return isTuple(tuples, found, key) ? tuples.positions[found] : undefined;
   for (const i of found) if (isTuple(tuples, i, key)) return tuples.positions[i];
   return undefined;
+}
+
+function areNumbers(value: readonly LookupValue[]): value is readonly number[] {
+  for (const part of value) if (typeof part !== 'number') return false;
+  return true;
 }
 
 /** Whether the i-th tuple of the index has the parts of `key`. */

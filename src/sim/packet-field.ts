@@ -271,7 +271,8 @@ export function u32ExprOf(expr: Expr): U32Expr | undefined {
   return { ref: left.ref, ops: [...left.ops, { op: expr.op === '&' ? OP.and : expr.op === '|' ? OP.or : OP.xor, value: Number(right) }] };
 }
 
-/** Applies one operation (the operands are below 2^32, and so is the result). */
+/** Applies one operation: the value is below 2^32, and so is the result; the operand is a
+ * 32-bit constant, unsigned or (as compiled code keeps it) its int32 form. */
 export function applyOp(op: number, value: number, operand: number): number {
   switch (op) {
     case OP.and:

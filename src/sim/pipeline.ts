@@ -172,13 +172,13 @@ interface Registered {
   readonly nat: boolean;
 }
 
-/** The base chains at every hook of one ruleset, by hook and family, computed once. */
 /** A table's chains by name, and the indexes made for them so far by name. */
 export interface TableChains {
   readonly byName: ReadonlyMap<string, Chain>;
   readonly indexes: Map<string, ChainIndex>;
 }
 
+/** The base chains at every hook of one ruleset, by hook and family, computed once. */
 export interface HookIndex {
   readonly byHook: ReadonlyMap<Hook, readonly Registered[]>;
   /** By table, its chains by name (a jump's target) and the indexes made for them so far
