@@ -263,7 +263,12 @@ function addressType(ctx: SimContext, a: Address): number {
         if ((a.n & mask) === (c.n & mask) && (a.n | mask) === 0xffffffffn) return 3;
       }
     }
-  } else if (a.n >> 120n === 0xffn) return 5;
+    // Anything else is unicast, routed or not: nft_fib4_eval_type asks inet_dev_addr_type, which
+    // looks in the local table only (fib_frontend.c __inet_dev_addr_type).
+    return 1;
+  }
+  if (a.n >> 120n === 0xffn) return 5;
+  // IPv6 routes the address (nft_fib6.c __nft_fib6_eval_type): no route is RTN_UNREACHABLE.
   return lookupRoute(ctx.host, a) ? 1 : 7;
 }
 

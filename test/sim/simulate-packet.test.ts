@@ -387,6 +387,19 @@ describe('expressions', () => {
     expect(o.mark).toBe(expected ? '0x00000001' : '0x00000000');
   });
 
+  // The type of an address no route reaches: IPv4 asks the local table only
+  // (nft_fib4_eval_type → fib_frontend.c __inet_dev_addr_type: not there, not broadcast or
+  // multicast is RTN_UNICAST); IPv6 routes it (nft_fib6.c __nft_fib6_eval_type: no route is
+  // RTN_UNREACHABLE). Seen at prerouting, before routing drops the packet.
+  it.each([
+    ['IPv4', '203.0.113.5', 'unicast'],
+    ['IPv6', '2001:db8:ffff::5', 'unreachable'],
+  ])('fib daddr type of an %s address without a route (%s) is %s', (_family, dst, type) => {
+    const o = simulateOne(chain('inet', 't', 'c', 'type filter hook prerouting priority -300;', `\t\tfib daddr type ${type} meta mark set 1`), { iif: 'eth0', src: dst.includes(':') ? '2001:db8::99' : '192.0.2.99', dst }, { ...HOST, routes: [] });
+    expect(o.disposition).toBe('dropped');
+    expect(o.mark).toBe('0x00000001');
+  });
+
   it.each([
     ['tcp dport vmap { 22 : drop, 80 : accept }', 'dropped'],
     ['tcp dport vmap { 80 : drop }', 'delivered'],
