@@ -254,7 +254,8 @@ function addressTypeAt(ctx: SimContext, a: Address): number {
 function addressType(ctx: SimContext, a: Address): number {
   if (isLocal(ctx, a)) return 2;
   if (a.family === 'ip') {
-    if (a.n === 0xffffffffn) return 3;
+    // ipv4_is_zeronet (0.0.0.0) and ipv4_is_lbcast are RTN_BROADCAST (__inet_dev_addr_type).
+    if (a.n === 0xffffffffn || a.n === 0n) return 3;
     if (a.n >> 28n === 0xen) return 5;
     for (const iface of ctx.host.interfaces) {
       for (const c of iface.addresses) {

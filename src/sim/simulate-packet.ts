@@ -454,9 +454,9 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
 
 /** Why the IPv4 routing decision drops a received packet as martian (ip_route_input_slow, in its
  * order): a multicast or limited-broadcast source; then, unless the packet goes to the limited
- * broadcast (or from and to 0.0.0.0, brd_input, which checks only a source other than 0.0.0.0/8),
- * a 0.0.0.0/8 source, a loopback destination or source (route_localnet off); and a source that is
- * one of the host's own addresses (fib_validate_source: inet_lookup_ifaddr_rcu finds it, with
+ * broadcast (or from and to 0.0.0.0, brd_input, which checks only a source other than 0.0.0.0),
+ * a source or destination 0.0.0.0, a loopback destination or source (route_localnet off); and a
+ * source that is one of the host's own addresses (fib_validate_source: inet_lookup_ifaddr_rcu finds it, with
  * rp_filter and accept_local off as in a new namespace). A packet coming back in through lo
  * keeps the route it left with. */
 function martianReason(ctx: SimContext): string | undefined {
@@ -469,11 +469,14 @@ function martianReason(ctx: SimContext): string | undefined {
   if (srcFirst >= 224 && srcFirst < 240) return martian('source', src, 'a multicast address', ctx);
   if (src.n === LIMITED_BROADCAST) return martian('source', src, 'the broadcast address', ctx);
   const broadcast = dst.n === LIMITED_BROADCAST || (src.n === 0n && dst.n === 0n);
+  // ipv4_is_zeronet is the address 0.0.0.0 only: the rest of 0.0.0.0/8 is a valid address on
+  // current kernels (test/kernel/differential.test.ts).
   if (!broadcast) {
-    if (srcFirst === 0) return martian('source', src, 'a 0.0.0.0/8 address', ctx);
+    if (src.n === 0n) return martian('source', src, 'the address 0.0.0.0', ctx);
+    if (dst.n === 0n) return martian('destination', dst, 'the address 0.0.0.0', ctx);
     if (dstFirst === 127) return martian('destination', dst, 'a loopback address', ctx);
     if (srcFirst === 127) return martian('source', src, 'a loopback address', ctx);
-  } else if (srcFirst === 0) return undefined;
+  } else if (src.n === 0n) return undefined;
   if (localInterfaceOf(ctx.host, src)) return martian('source', src, "the host's own address", ctx);
   return undefined;
 }

@@ -501,6 +501,21 @@ COMMIT
       rulesets: [nft('table inet t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib daddr type unicast meta mark set 0x1\n    fib daddr type unreachable meta mark set mark or 0x2\n  }\n}\n')],
       packet: { iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:ffff::5', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' },
     },
+    {
+      // __inet_dev_addr_type: ipv4_is_zeronet (0.0.0.0) is RTN_BROADCAST; nftsim said unicast.
+      // (To a unicast address: a packet to 255.255.255.255 is delivered by the kernel, where
+      // nftsim routes it, docs/simulator-limits.md.)
+      name: 'fib saddr type of 0.0.0.0 is broadcast',
+      rulesets: [nft('table ip t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib saddr type broadcast meta mark set 0x1\n    fib saddr type unicast meta mark set mark or 0x2\n  }\n}\n')],
+      packet: { iif: 'eth0', src: '0.0.0.0', dst: '192.0.2.10', protocol: 'udp', sport: 68, dport: 67 },
+    },
+    {
+      // ip_route_input_slow: ipv4_is_zeronet is the address 0.0.0.0 only on current kernels, so
+      // 0.1.2.3 is no martian source; nftsim dropped all of 0.0.0.0/8.
+      name: 'a source in 0.0.0.0/8 other than 0.0.0.0 is delivered (no martian)',
+      rulesets: [nft('table ip t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib saddr type broadcast meta mark set 0x1\n    fib saddr type unicast meta mark set mark or 0x2\n  }\n}\n')],
+      packet: { iif: 'eth0', src: '0.1.2.3', dst: '192.0.2.10', protocol: 'udp', sport: 68, dport: 67 },
+    },
   ] as const)('$name', async ({ rulesets, packet }) => {
     const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets, packet });
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);

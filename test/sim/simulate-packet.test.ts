@@ -34,14 +34,16 @@ describe('paths and the routing decision', () => {
     expect(o.decidedBy).toBeUndefined();
   });
 
-  // ip_route_input_slow: a source in 0.0.0.0/8 or 127.0.0.0/8 is martian, and fib_validate_source
+  // ip_route_input_slow: a source 0.0.0.0 (ipv4_is_zeronet: the address 0 only) or in
+  // 127.0.0.0/8 is martian, and so is a destination 0.0.0.0 or in 127.0.0.0/8; fib_validate_source
   // refuses one of the host's own addresses (rp_filter and accept_local off); prerouting has run
   // by then. IPv6 routing has no such check. (Kernel rows: test/kernel/differential.test.ts.)
   it.each([
     ['eth0\'s own address, forwarded', { iif: 'eth0', src: '192.0.2.10', dst: '10.244.1.5' }, "martian source 192.0.2.10 (the host's own address arriving on eth0)"],
     ['another interface\'s address, to the host', { iif: 'eth0', src: '100.64.1.1', dst: '192.0.2.10' }, "martian source 100.64.1.1 (the host's own address arriving on eth0)"],
     ['a loopback address', { iif: 'eth0', src: '127.0.0.5', dst: '10.244.1.5' }, 'martian source 127.0.0.5 (a loopback address arriving on eth0)'],
-    ['an address in 0.0.0.0/8', { iif: 'wt0', src: '0.1.2.3', dst: '192.0.2.10' }, 'martian source 0.1.2.3 (a 0.0.0.0/8 address arriving on wt0)'],
+    ['the address 0.0.0.0', { iif: 'wt0', src: '0.0.0.0', dst: '192.0.2.10' }, 'martian source 0.0.0.0 (the address 0.0.0.0 arriving on wt0)'],
+    ['a destination 0.0.0.0', { iif: 'eth0', src: '192.0.2.99', dst: '0.0.0.0' }, 'martian destination 0.0.0.0 (the address 0.0.0.0 arriving on eth0)'],
     ['a multicast address', { iif: 'eth0', src: '224.0.0.5', dst: '192.0.2.10' }, 'martian source 224.0.0.5 (a multicast address arriving on eth0)'],
     ['the limited broadcast address', { iif: 'eth0', src: '255.255.255.255', dst: '192.0.2.10' }, 'martian source 255.255.255.255 (the broadcast address arriving on eth0)'],
     ['a loopback destination', { iif: 'eth0', src: '192.0.2.99', dst: '127.0.0.1' }, 'martian destination 127.0.0.1 (a loopback address arriving on eth0)'],
@@ -50,6 +52,11 @@ describe('paths and the routing decision', () => {
     const o = simulateOne(chain('ip', 't', 'pre', 'type filter hook prerouting priority 0;', '\t\tmeta mark set 1'), packet);
     expect(o).toMatchObject({ disposition: 'dropped', verdict: 'drop', reason, mark: '0x00000001' });
     expect(steps(o)).toEqual(['t pre rule continue', 't pre policy accept']);
+  });
+
+  // A source in 0.0.0.0/8 other than 0.0.0.0 is a valid address on current kernels.
+  it('a source in 0.0.0.0/8 other than 0.0.0.0 is routed as any other', () => {
+    expect(simulateOne('', { iif: 'wt0', src: '0.1.2.3', dst: '192.0.2.10' })).toMatchObject({ disposition: 'delivered' });
   });
 
   // brd_input: a DHCP discover (0.0.0.0 to 255.255.255.255) is no martian.
