@@ -11,7 +11,7 @@ import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
-import { hasConntrackEntry, localInterfaceAt, NotModelled, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, localInterfaceAt, NotModelled, stateBeforeConntrack, type SimContext } from './sim-context.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
  * the parts of a concatenation. `undefined` is the kernel's NFT_BREAK: the expression has no
@@ -278,7 +278,7 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
   const tracked = hasConntrackEntry(ctx);
   if (expr.key === 'state') {
     // Before conntrack ran there is no entry: state reads invalid (nft_ct.c nft_ct_get_eval).
-    if (!ctx.ctAttached) return ct.state === 'untracked' ? CT_STATE_VALUES.untracked : CT_STATE_VALUES.invalid;
+    if (!ctx.ctAttached) return CT_STATE_VALUES[stateBeforeConntrack(ctx)];
     return CT_STATE_VALUES[ct.state];
   }
   if (!tracked) return undefined;

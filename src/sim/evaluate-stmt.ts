@@ -11,7 +11,7 @@ import { IPS, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc } from './outcome.js';
-import { currentRule, hasConntrackEntry, NotModelled, locOf, type SimContext } from './sim-context.js';
+import { currentRule, hasConntrackEntry, NotModelled, locOf, stateBeforeConntrack, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
 import { NAT_MANIP } from './pipeline.js';
 import type { CtStateName } from './packet.js';
@@ -131,11 +131,11 @@ const XT_STATE_OF: Readonly<Record<CtStateName, number>> = {
   untracked: XT_STATES.UNTRACKED,
 };
 
-/** The packet's state as the conntrack match sees it: before conntrack ran, invalid (or
- * untracked after notrack). */
+/** The packet's state as the conntrack match sees it (before conntrack ran:
+ * stateBeforeConntrack). */
 export function xtCtStateOf(ctx: SimContext): number {
   const ct = ctx.ct;
-  if (!ctx.ctAttached) return ct.state === 'untracked' ? XT_STATE_OF.untracked : XT_STATE_OF.invalid;
+  if (!ctx.ctAttached) return XT_STATE_OF[stateBeforeConntrack(ctx)];
   let bits = XT_STATE_OF[ct.state];
   if (hasConntrackEntry(ctx)) bits |= (ct.status & IPS.srcNat ? XT_STATES.SNAT : 0) | (ct.status & IPS.dstNat ? XT_STATES.DNAT : 0);
   return bits;
@@ -199,7 +199,10 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       if (stmt.key === 'zone') {
         // nft_ct.c nft_ct_set_zone_eval: only a packet conntrack has not seen yet gets the zone
         // (a template entry); once it has an entry, nothing changes.
-        if (!ctx.ctAttached && ctx.ct.state !== 'untracked') ctx.ct.zone = integerOf(source, 'ct zone set') & 0xffff;
+        if (!ctx.ctAttached && ctx.ct.state !== 'untracked') {
+          ctx.ct.zone = integerOf(source, 'ct zone set') & 0xffff;
+          ctx.zoneTemplate = true;
+        }
         return undefined;
       }
       // Without a conntrack entry there is nothing to set (nft_ct.c nft_ct_set_eval).
@@ -219,8 +222,9 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
     case 'queue':
       return PLAIN_RESULTS.queue;
     case 'notrack':
-      // Only before conntrack looked the packet up (raw priority); later it has an entry.
-      if (!ctx.ctAttached) ctx.ct.state = 'untracked';
+      // Only before conntrack looked the packet up (raw priority); later it has an entry, and so
+      // it has after `ct zone set` attached a template (nft_notrack_eval leaves a packet with one).
+      if (!ctx.ctAttached && !ctx.zoneTemplate) ctx.ct.state = 'untracked';
       return undefined;
     case 'set-op': {
       const set = namedSet(stmt.set, ctx);

@@ -10,7 +10,7 @@ import { datatypeOf } from '../model/datatypes.js';
 import { CT_STATE_BITS, ctStatusOf } from './conntrack-table.js';
 import { constantOf, fibFlagBits, fibTypeOf, packetType } from './evaluate-expr.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
-import { hasConntrackEntry, NotModelled, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, NotModelled, stateBeforeConntrack, type SimContext } from './sim-context.js';
 
 /** Field codes. Arguments: a protocol number for transport and ICMP fields (0: any with ports,
  * nft's `th`), the address family (4 or 6) for IP header fields, fib's flags (fibFlagBits),
@@ -136,7 +136,7 @@ export function readField(ctx: SimContext, field: number, arg: number, arg2: num
     case FIELD.priority:
       return p.priority ?? 0;
     case FIELD.ctState:
-      return !ctx.ctAttached ? (ctx.ct.state === 'untracked' ? CT_STATE_BITS.untracked : CT_STATE_BITS.invalid) : CT_STATE_BITS[ctx.ct.state];
+      return CT_STATE_BITS[ctx.ctAttached ? ctx.ct.state : stateBeforeConntrack(ctx)];
     case FIELD.ctMark:
       return hasConntrackEntry(ctx) ? ctx.ct.mark : -1;
     case FIELD.ctStatus:

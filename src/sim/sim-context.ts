@@ -107,6 +107,9 @@ export interface SimContext {
   readonly ct: CtStateValue;
   /** Conntrack has attached its entry (after NF_IP_PRI_CONNTRACK at prerouting/output). */
   ctAttached: boolean;
+  /** `ct zone set` attached a template entry before conntrack (nft_ct.c nft_ct_set_zone_eval):
+   * until conntrack runs, the packet has that entry, with ctinfo IP_CT_NEW. */
+  zoneTemplate: boolean;
   /** Changes only when a local packet comes back in through lo. */
   iif?: string;
   /** Set by the routing decision. */
@@ -135,6 +138,13 @@ export interface SimContext {
   local: HostInterface | undefined;
   typeFor: Address | undefined;
   type: number;
+}
+
+/** `ct state` before conntrack looked the packet up (nft_ct.c nft_ct_get_eval, xt_conntrack):
+ * new with a zone template (its ctinfo), untracked after notrack, else invalid (no entry). */
+export function stateBeforeConntrack(ctx: SimContext): CtStateName {
+  if (ctx.ct.state === 'untracked') return 'untracked';
+  return ctx.zoneTemplate ? 'new' : 'invalid';
 }
 
 /** The packet has a conntrack entry: conntrack has looked at it and found or made one (not

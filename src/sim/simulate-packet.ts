@@ -214,6 +214,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
       original: { src: packet.src, dst: packet.dst, sport: packet.sport, dport: packet.dport },
     },
     ctAttached: false,
+    zoneTemplate: false,
     conn: { table: state.conntrack, explicit: how.explicitCt, keep: how.keep, entry: undefined, tuple: undefined, mapped: {}, carried: false },
     iif: packet.iif,
     oif: undefined,

@@ -305,6 +305,9 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: regressions foun
   }
 }
 `);
+  // Marks the packet by the fib type of its destination, then of its source, before routing.
+  const fibDaddrType = nft('table inet t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib daddr type unicast meta mark set 0x1\n    fib daddr type unreachable meta mark set mark or 0x2\n  }\n}\n');
+  const fibSaddrType = nft('table ip t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib saddr type broadcast meta mark set 0x1\n    fib saddr type unicast meta mark set mark or 0x2\n  }\n}\n');
   // Marks the packet at prerouting, input and forward: the trace shows how far it got.
   const markEachHook = nft(`table inet f {
   chain pre {
@@ -492,13 +495,13 @@ COMMIT
       // address no route reaches is RTN_UNICAST. nftsim answered unreachable, as IPv6 does
       // (seed 1179825882 of npm run test:kernel). The host has no routes; routing then drops it.
       name: 'fib daddr type of an IPv4 address without a route is unicast',
-      rulesets: [nft('table inet t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib daddr type unicast meta mark set 0x1\n    fib daddr type unreachable meta mark set mark or 0x2\n  }\n}\n')],
+      rulesets: [fibDaddrType],
       packet: { iif: 'eth0', src: '192.0.2.1', dst: '203.0.113.5', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' },
     },
     {
       // nft_fib6.c __nft_fib6_eval_type routes the address: no route is RTN_UNREACHABLE.
       name: 'fib daddr type of an IPv6 address without a route is unreachable',
-      rulesets: [nft('table inet t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib daddr type unicast meta mark set 0x1\n    fib daddr type unreachable meta mark set mark or 0x2\n  }\n}\n')],
+      rulesets: [fibDaddrType],
       packet: { iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:ffff::5', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' },
     },
     {
@@ -506,15 +509,30 @@ COMMIT
       // (To a unicast address: a packet to 255.255.255.255 is delivered by the kernel, where
       // nftsim routes it, docs/simulator-limits.md.)
       name: 'fib saddr type of 0.0.0.0 is broadcast',
-      rulesets: [nft('table ip t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib saddr type broadcast meta mark set 0x1\n    fib saddr type unicast meta mark set mark or 0x2\n  }\n}\n')],
+      rulesets: [fibSaddrType],
       packet: { iif: 'eth0', src: '0.0.0.0', dst: '192.0.2.10', protocol: 'udp', sport: 68, dport: 67 },
     },
     {
       // ip_route_input_slow: ipv4_is_zeronet is the address 0.0.0.0 only on current kernels, so
       // 0.1.2.3 is no martian source; nftsim dropped all of 0.0.0.0/8.
       name: 'a source in 0.0.0.0/8 other than 0.0.0.0 is delivered (no martian)',
-      rulesets: [nft('table ip t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib saddr type broadcast meta mark set 0x1\n    fib saddr type unicast meta mark set mark or 0x2\n  }\n}\n')],
+      rulesets: [fibSaddrType],
       packet: { iif: 'eth0', src: '0.1.2.3', dst: '192.0.2.10', protocol: 'udp', sport: 68, dport: 67 },
+    },
+    {
+      // nft_ct_set_zone_eval attaches a template entry with ctinfo IP_CT_NEW to a packet conntrack
+      // has not seen: `ct state` reads new before conntrack (seed 274958260 of npm run
+      // test:kernel); nftsim read invalid.
+      name: 'ct state after ct zone set, before conntrack: new',
+      rulesets: [nft('table ip t {\n  chain raw {\n    type filter hook prerouting priority -300; policy accept;\n    ct zone set 1 ct state new meta mark set 0x1\n    ct state invalid meta mark set mark or 0x2\n  }\n}\n')],
+      packet: { iif: 'eth1', src: '198.51.100.20', dst: '192.0.2.1', protocol: 'tcp', sport: 443, dport: 80, tcpFlags: 'syn' },
+    },
+    {
+      // nft_notrack_eval leaves a packet that has an entry, the zone template too: conntrack then
+      // tracks it in the zone.
+      name: 'notrack after ct zone set does nothing',
+      rulesets: [nft('table ip t {\n  chain raw {\n    type filter hook prerouting priority -300; policy accept;\n    ct zone set 1 notrack\n  }\n  chain later {\n    type filter hook prerouting priority -150; policy accept;\n    ct state untracked meta mark set 0x1\n    ct state new meta mark set mark or 0x2\n  }\n}\n')],
+      packet: { iif: 'eth1', src: '198.51.100.20', dst: '192.0.2.1', protocol: 'tcp', sport: 443, dport: 80, tcpFlags: 'syn' },
     },
   ] as const)('$name', async ({ rulesets, packet }) => {
     const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets, packet });

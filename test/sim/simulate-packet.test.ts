@@ -238,6 +238,20 @@ describe('marks', () => {
 });
 
 describe('conntrack', () => {
+  // nft_ct_set_zone_eval attaches a template entry with ctinfo IP_CT_NEW before conntrack: `ct
+  // state` reads new until conntrack runs, where without it there is no entry (invalid), and
+  // nft_notrack_eval leaves a packet that has the template. (Kernel rows:
+  // test/kernel/differential.test.ts.)
+  it.each([
+    ['ct state reads new after ct zone set', 'ct zone set 1 ct state new meta mark set 0x1', '0x00000001'],
+    ['ct state reads invalid without it', 'ct state new meta mark set 0x1', '0x00000000'],
+    ['notrack leaves a packet with the template', 'ct zone set 1 notrack', '0x00000000'],
+    ['notrack without it untracks the packet', 'notrack', '0x00000001'],
+  ])('before conntrack: %s', (_name, raw, mark) => {
+    const text = `table ip t {\n\tchain raw { type filter hook prerouting priority -300; ${raw}; }\n\tchain later { type filter hook prerouting priority -150; ct state untracked meta mark set 0x1; }\n}\n`;
+    expect(simulateOne(text, LOCAL).mark).toBe(mark);
+  });
+
   // A first SYN-ACK gets no conntrack entry, so `ct mark` has no value. nft's `meta mark set ct
   // mark` breaks the rule untraced (nft_ct.c NFT_BREAK); iptables' CONNMARK targets continue and
   // the rule is traced (xt_connmark.c connmark_tg: XT_CONTINUE without an entry).
