@@ -277,7 +277,8 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
   const ct = ctx.ct;
   const tracked = hasConntrackEntry(ctx);
   if (expr.key === 'state') {
-    // Before conntrack ran there is no entry: state reads invalid (nft_ct.c nft_ct_get_eval).
+    // Before conntrack ran: invalid without an entry, new with a zone template (nft_ct.c
+    // nft_ct_get_eval reads the ctinfo of whatever entry the packet has).
     if (!ctx.ctAttached) return CT_STATE_VALUES[stateBeforeConntrack(ctx)];
     return CT_STATE_VALUES[ct.state];
   }

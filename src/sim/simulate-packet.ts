@@ -457,8 +457,8 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
  * order): a multicast or limited-broadcast source; then, unless the packet goes to the limited
  * broadcast (or from and to 0.0.0.0, brd_input, which checks only a source other than 0.0.0.0),
  * a source or destination 0.0.0.0, a loopback destination or source (route_localnet off); and a
- * source that is one of the host's own addresses (fib_validate_source: inet_lookup_ifaddr_rcu finds it, with
- * rp_filter and accept_local off as in a new namespace). A packet coming back in through lo
+ * source that is one of the host's own addresses (fib_validate_source: inet_lookup_ifaddr_rcu
+ * finds it, with rp_filter and accept_local off as in a new namespace). A packet coming back in through lo
  * keeps the route it left with. */
 function martianReason(ctx: SimContext): string | undefined {
   const { src, dst } = ctx.pkt;
