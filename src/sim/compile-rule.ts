@@ -62,9 +62,6 @@ export interface CodeArena {
    * made for (knownRuleEvent; evaluate-chain.ts shares the event with the next packet that makes
    * the same one). Side by side, so that finding it takes one read of this array. */
   readonly events: (TraceEvent | RuleResult | undefined)[];
-  /** The statements the instructions stand for, by the instructions' statement number: what an
-   * instruction reads of its statement is there, without the rule (cold in memory) in between. */
-  readonly stmts: Stmt[];
   /** The results of JUMP instructions, by their operand, resolved when a packet first takes the
    * jump (one per verb and target chain: ChainIndex.jump and .goto). Resolving at compile time
    * made the target's index and result for every jump compiled, taken or not: a kube-proxy
@@ -83,7 +80,7 @@ export interface CodeArena {
 }
 
 export function createCodeArena(): CodeArena {
-  return { chunks: [new Int32Array(FIRST_CHUNK)], used: 0, locs: [], events: [], stmts: [], jumps: [], sets: [], nats: [], weights: [], byProbability: new Map() };
+  return { chunks: [new Int32Array(FIRST_CHUNK)], used: 0, locs: [], events: [], jumps: [], sets: [], nats: [], weights: [], byProbability: new Map() };
 }
 
 // A rule's offset is its chunk's number above AT_BITS, its place in the chunk below. Offsets are
@@ -167,8 +164,9 @@ function compiledLoc(arena: CodeArena, start: number, ctx: SimContext): Loc {
   return arena.locs[compiledLocId(arena, start, ctx)]!;
 }
 
-// Instructions: the opcode, the statement's number in the arena's `stmts` (what it reads of the
-// statement, and what evaluateRule reports when it is not modelled), then the operands. Unsigned
+// Instructions: the opcode, the statement's position in its rule (stmtAt: what the instruction
+// reads of its statement when a packet first reaches it, and what evaluateRule reports when it is
+// not modelled), then the operands. Unsigned
 // 32-bit operands (field arguments, constants) are kept as int32 and read back with `>>> 0`; the
 // bit operations take them either way. A kube-proxy rule's code is 40 numbers or fewer, in
 // 160 bytes: a third of what it took as doubles, and fewer cache lines for a packet to read.
@@ -241,14 +239,11 @@ export function compileRule(rule: Rule, arena: CodeArena): number {
   for (let i = 0; i < stmts.length; i++) {
     const stmt = stmts[i]!;
     const before = out.length;
-    // The statement's number, kept when it has an instruction (one at most).
-    const k = arena.stmts.length;
-    const compiled = stmt.kind === 'verdict' ? compileVerdict(stmt, k, arena, out) : compileStmt(stmt, k, rule, arena, out);
+    const compiled = stmt.kind === 'verdict' ? compileVerdict(stmt, i, arena, out) : compileStmt(stmt, i, rule, arena, out);
     if (!compiled) {
       out.length = before;
-      out.push(EVAL, k);
+      out.push(EVAL, i);
     }
-    if (out.length > before) arena.stmts.push(stmt);
   }
   out.push(END);
   return append(arena, out);
@@ -535,7 +530,7 @@ function keyAt(buf: Int32Array, at: number, n: number, concat: boolean, ctx: Sim
 function lookupAt(arena: CodeArena, slot: number, k: number, ctx: SimContext): ResolvedLookup {
   const known = arena.sets[slot];
   if (known && known.table === ctx.table) return known;
-  const stmt = arena.stmts[k]!;
+  const stmt = stmtAt(ctx, k);
   const resolved = stmt.kind === 'vmap' ? resolveLookup(stmt.map, stmt.key, ctx) : resolveLookup((stmt as MatchStmt).expr.right as SetLiteral | SetRef, (stmt as MatchStmt).expr.left, ctx);
   arena.sets[slot] = resolved;
   return resolved;
@@ -545,8 +540,14 @@ function lookupAt(arena: CodeArena, slot: number, k: number, ctx: SimContext): R
  * or, for a chain the table does not have, one without an index, which evaluate-chain.ts reports
  * at every run (verdictResult). */
 function jumpAt(arena: CodeArena, slot: number, k: number, ctx: SimContext): RuleResult {
-  const stmt = arena.stmts[k] as Extract<Stmt, { kind: 'verdict' }>;
+  const stmt = stmtAt(ctx, k) as Extract<Stmt, { kind: 'verdict' }>;
   return (arena.jumps[slot] = verdictResult(stmt.verdict, stmt.target, ctx));
+}
+
+/** The statement at position k of the rule being run: read only where a packet first reaches an
+ * instruction that needs it (the rule is cold in memory) and for the interpreted ones. */
+function stmtAt(ctx: SimContext, k: number): Stmt {
+  return currentRule(ctx)!.stmts[k]!;
 }
 
 /** Runs a compiled rule (the code at `start`), as evaluateRule runs its statements. */
@@ -587,7 +588,7 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
             return arena.jumps[buf[pc + 2]!] ?? jumpAt(arena, buf[pc + 2]!, buf[pc + 1]!, ctx);
           case NAT: {
             const slot = buf[pc + 2]!;
-            const plan = arena.nats[slot] ?? (arena.nats[slot] = planNat(arena.stmts[buf[pc + 1]!] as NatStmt));
+            const plan = arena.nats[slot] ?? (arena.nats[slot] = planNat(stmtAt(ctx, buf[pc + 1]!) as NatStmt));
             const verdict = setUpNat(plan, ctx, compiledLoc(arena, start, ctx));
             return verdict ? resultOf(verdict) : NO_MATCH;
           }
@@ -633,7 +634,7 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
           }
           default: {
             // EVAL
-            const result = evaluateStmt(arena.stmts[buf[pc + 1]!]!, ctx);
+            const result = evaluateStmt(stmtAt(ctx, buf[pc + 1]!), ctx);
             if (result) return result;
             pc += 2;
           }
@@ -641,7 +642,7 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
       }
     } catch (error) {
       if (!(error instanceof NotModelled)) throw error;
-      const test = isTest(arena.stmts[buf[pc + 1]!]!);
+      const test = isTest(stmtAt(ctx, buf[pc + 1]!));
       reportNotModelled(ctx, error, test);
       if (test) return NO_MATCH;
       pc += lengthOf(buf, pc);
