@@ -31,12 +31,9 @@ export const CT_STATE_BITS: Readonly<Record<CtStateName, number>> = { invalid: 0
 
 export type NatManip = 'src' | 'dst';
 
-/** ct->status as `ct status` reads it: the bits kept, and the NAT_DONE bit of each manipulation
- * set up so far (nf_nat_setup_info sets IPS_SRC_NAT_DONE / IPS_DST_NAT_DONE, for a null binding
- * too), which nftsim keeps as the packet's set of manipulations done. */
-export function ctStatusOf(status: number, natDone: ReadonlySet<NatManip>): number {
-  return status | (natDone.has('src') ? IPS.srcNatDone : 0) | (natDone.has('dst') ? IPS.dstNatDone : 0);
-}
+/** The IPS_*_NAT_DONE bit of each manipulation: nf_nat_setup_info sets it once the
+ * manipulation is set up, for a null binding too (nf_nat_initialized reads it). */
+export const NAT_DONE: Readonly<Record<NatManip, number>> = { src: IPS.srcNatDone, dst: IPS.dstNatDone };
 
 export interface CtEntry {
   readonly original: CtTuple;
@@ -45,9 +42,9 @@ export interface CtEntry {
   readonly reply: CtTuple;
   mark: number;
   status: number;
-  /** The manipulations set up (nf_nat_initialized): nat chains at hooks of these do not run
-   * again for the connection. */
-  readonly natDone: ReadonlySet<NatManip>;
+  /** The NAT_DONE bits of the manipulations set up (nf_nat_initialized): nat chains at hooks of
+   * these do not run again for the connection. */
+  readonly natDone: number;
   /** The NAT events of the first packet, shown again on later packets the mapping rewrites. */
   readonly nat: readonly NatEvent[];
 }

@@ -6,7 +6,7 @@ import type { Expr, Literal, NamedSet, Relational } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
 import { lookupRoute } from './host.js';
-import { CT_STATE_BITS, ctStatusOf } from './conntrack-table.js';
+import { CT_STATE_BITS } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
@@ -288,7 +288,7 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
     case 'mark':
       return BigInt(ct.mark);
     case 'status':
-      return BigInt(ctStatusOf(ct.status, ctx.natDone));
+      return BigInt(ct.status | ctx.natDone);
     case 'direction':
       return BigInt(ct.direction);
     case 'zone':

@@ -4,10 +4,10 @@
 
 import type { Expr, LimitStmt, NatStmt, QuotaStmt, Rule, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { chainIndexNamed, type ChainIndex } from './chain-index.js';
-import { formatAddress, parseAddress, type Address } from './address.js';
+import { formatAddress, parseAddress, type Address, type AddressFamily } from './address.js';
 import { localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
 import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
-import { IPS, type NatManip } from './conntrack-table.js';
+import { IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc } from './outcome.js';
@@ -547,11 +547,28 @@ export interface NatPlan {
   /** The literal port as the packet gets it and as the NAT event shows it. */
   readonly constantPortNumber: number | undefined;
   readonly constantPortText: string | undefined;
-  /** The literal address as the packet gets it and its text, made for the family of the first
-   * packet that needed it (every later one's, but in an inet table): an address is never changed
-   * once made, so packets share it. */
-  constantTo: { readonly address: Address; readonly text: string } | undefined;
+  /** The address the last packet was rewritten to and its text, made from `from`: the literal
+   * address for a family (every packet's, but in an inet table), or the host address masquerade
+   * or redirect took (the same for the packets through one interface). An address is never
+   * changed once made, so packets share it. */
+  to: NatTo | undefined;
 }
+
+interface NatTo {
+  readonly from: AddressFamily | Address;
+  readonly address: Address;
+  readonly text: string;
+}
+
+/** `plan.to` when made from `from`, else a new one kept there. */
+function natTo(plan: NatPlan, from: AddressFamily | Address, family: AddressFamily, n: bigint): NatTo {
+  if (plan.to?.from === from) return plan.to;
+  const address: Address = { family, n };
+  return (plan.to = { from, address, text: formatAddress(address) });
+}
+
+/** Where redirect sends a locally generated packet (nf_nat_redirect.c: the loopback address). */
+const LOCAL_REDIRECT: Readonly<Record<AddressFamily, Address>> = { ip: parseAddress('127.0.0.1')!, ip6: parseAddress('::1')! };
 
 export function planNat(stmt: NatStmt): NatPlan {
   const constant = (expr: Expr | undefined): NatValue | undefined => {
@@ -573,7 +590,7 @@ export function planNat(stmt: NatStmt): NatPlan {
     constantPort,
     constantPortNumber: constantPort && Number(constantPort.low),
     constantPortText: constantPort && String(constantPort.low),
-    constantTo: undefined,
+    to: undefined,
   };
 }
 
@@ -606,21 +623,16 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
       // No element for the key: NFT_BREAK, the rule does not match (nft_lookup.c).
     } else if (both === undefined) return undefined;
   }
-  let address: Address | undefined;
+  let address: Address;
   let addressText: string;
   if (plan.type === 'masquerade' || plan.type === 'redirect') {
     const dev = plan.type === 'masquerade' ? ctx.oif : ctx.iif;
-    address = dev === undefined ? parseAddress(family === 'ip' ? '127.0.0.1' : '::1') : primaryAddress(ctx.host, dev, family);
+    const own = dev === undefined ? LOCAL_REDIRECT[family] : primaryAddress(ctx.host, dev, family);
     // No address on the egress interface: the kernel drops (nf_nat_masquerade.c returns NF_DROP).
-    if (!address) return PLAIN_RESULTS.drop.verdict;
-    addressText = formatAddress(address);
+    if (!own) return PLAIN_RESULTS.drop.verdict;
+    ({ address, text: addressText } = natTo(plan, own, family, own.n));
   } else if (addressValue !== undefined && addressValue === plan.constantAddress) {
-    if (plan.constantTo?.address.family !== family) {
-      const to: Address = { family, n: addressValue.low };
-      plan.constantTo = { address: to, text: formatAddress(to) };
-    }
-    address = plan.constantTo.address;
-    addressText = plan.constantTo.text;
+    ({ address, text: addressText } = natTo(plan, family, family, addressValue.low));
   } else {
     const a = addressValue ?? natValue(plan.addr, ctx);
     if (!a) throw new NotModelled(`${plan.type} without an address`);
@@ -657,10 +669,12 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   else p.src = address;
   // The entry's reply tuple now expects replies from (DNAT) / to (SNAT) the new endpoint
   // (nf_nat_setup_info → nf_conntrack_alter_reply), for `ct reply saddr` and friends.
-  const original = ctx.ct.original;
-  const reply = ctx.ct.reply ?? { src: original.dst, dst: original.src, sport: original.dport, dport: original.sport };
-  ctx.ct.reply = wants === 'dst' ? { src: address, dst: reply.dst, sport: p.dport, dport: reply.dport } : { src: reply.src, dst: address, sport: reply.sport, dport: p.sport };
-  ctx.natDone.add(wants);
+  const { original, reply } = ctx.ct;
+  ctx.ct.reply =
+    wants === 'dst'
+      ? { src: address, dst: reply ? reply.dst : original.src, sport: p.dport, dport: reply ? reply.dport : original.sport }
+      : { src: reply ? reply.src : original.dst, dst: address, sport: reply ? reply.sport : original.dport, dport: p.sport };
+  ctx.natDone |= NAT_DONE[wants];
   // nf_nat_setup_info marks the entry SNAT/DNAT only when the new tuple differs from the old.
   if (changed) ctx.ct.status |= wants === 'dst' ? IPS.dstNat : IPS.srcNat;
   ctx.nat.push({ type: plan.type, to: formatEndpoint(addressText, portText, family), at: at ?? locOf(currentRule(ctx)!) });

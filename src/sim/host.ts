@@ -221,8 +221,7 @@ export function lookupRoute(host: Host, address: Address): HostRoute | undefined
 }
 
 /** The interface's primary address of `family` (the first listed), as masquerade picks it
- * (inet_select_addr / ipv6_dev_get_saddr). */
-export function primaryAddress(host: Host, ifname: string, family: AddressFamily): Address | undefined {
-  const a = host.interfaces.find((iface) => iface.name === ifname)?.addresses.find((c) => c.family === family);
-  return a ? { family: a.family, n: a.n } : undefined;
+ * (inet_select_addr / ipv6_dev_get_saddr): the host's own object, the same for every call. */
+export function primaryAddress(host: Host, ifname: string, family: AddressFamily): Cidr | undefined {
+  return host.interfaces.find((iface) => iface.name === ifname)?.addresses.find((c) => c.family === family);
 }

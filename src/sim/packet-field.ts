@@ -7,7 +7,7 @@
 
 import type { Expr } from '../model/ast.js';
 import { datatypeOf } from '../model/datatypes.js';
-import { CT_STATE_BITS, ctStatusOf } from './conntrack-table.js';
+import { CT_STATE_BITS } from './conntrack-table.js';
 import { constantOf, fibFlagBits, fibTypeOf, packetType } from './evaluate-expr.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
 import { hasConntrackEntry, NotModelled, stateBeforeConntrack, type SimContext } from './sim-context.js';
@@ -140,7 +140,7 @@ export function readField(ctx: SimContext, field: number, arg: number, arg2: num
     case FIELD.ctMark:
       return hasConntrackEntry(ctx) ? ctx.ct.mark : -1;
     case FIELD.ctStatus:
-      return hasConntrackEntry(ctx) ? ctStatusOf(ctx.ct.status, ctx.natDone) : -1;
+      return hasConntrackEntry(ctx) ? ctx.ct.status | ctx.natDone : -1;
     case FIELD.ctDirection:
       return hasConntrackEntry(ctx) ? ctx.ct.direction : -1;
     case FIELD.ctZone:

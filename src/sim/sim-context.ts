@@ -115,8 +115,9 @@ export interface SimContext {
   /** Set by the routing decision. */
   oif?: string;
   readonly conn: ConnLink;
-  /** The NAT manipulations set up so far (nf_nat_initialized per manip type). */
-  readonly natDone: Set<'src' | 'dst'>;
+  /** The NAT_DONE bits (conntrack-table.ts NAT_DONE) of the manipulations set up so far
+   * (nf_nat_initialized per manip type): `ct status` reads them with the entry's status. */
+  natDone: number;
   readonly nat: NatEvent[];
   readonly trace: TraceEvent[];
   uncertain: boolean;

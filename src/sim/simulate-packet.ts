@@ -2,7 +2,7 @@
 
 import type { Hook, Rule, Ruleset, Chain } from '../model/ast.js';
 import { formatAddress, type Address } from './address.js';
-import { ConntrackTable, IPS, invertTuple, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
+import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint } from './evaluate-stmt.js';
 import { localInterfaceOf, readHost, lookupRoute, type Host, type HostInput } from './host.js';
@@ -74,7 +74,7 @@ export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, o
   const index = indexOf(ruleset);
   // A single packet with its own `ct` neither reads nor fills the conntrack table (runPacket's
   // RunHow): one empty table serves every run; the dynamic sets are the run's own.
-  return enumerateBranches(options, (choose) => runPacket(index, host, packet, { explicitCt: true, keep: false }, { conntrack: UNUSED_TABLE, dynamicSets: new Map() }, choose).outcome).map(
+  return enumerateBranches(options, (choose) => runPacket(index, host, packet, SINGLE_PACKET, { conntrack: UNUSED_TABLE, dynamicSets: new Map() }, choose).outcome).map(
     // The outcome is this run's own new object: completed in place, with `probability` last as
     // a spread would put it (copying it was a twentieth of the time of a packet).
     ({ probability, value }): Outcome => Object.assign(value, { probability }),
@@ -82,6 +82,7 @@ export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, o
 }
 
 const UNUSED_TABLE = new ConntrackTable();
+const SINGLE_PACKET: RunHow = { explicitCt: true, keep: false };
 
 /** A fresh state: an empty conntrack table, no dynamic set elements. */
 export function createSimState(): SimState {
@@ -218,7 +219,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     conn: { table: state.conntrack, explicit: how.explicitCt, keep: how.keep, entry: undefined, tuple: undefined, mapped: {}, carried: false },
     iif: packet.iif,
     oif: undefined,
-    natDone: new Set(),
+    natDone: 0,
     nat: [],
     trace: [],
     uncertain: false,
@@ -268,9 +269,9 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
       applyMapping(ctx, manip);
     }
     if (isNat && !isNatConsulted(ctx, hook)) continue;
-    const hadMapping = manip !== undefined && ctx.natDone.has(manip);
+    const hadMapping = manip !== undefined && (ctx.natDone & NAT_DONE[manip]) !== 0;
     const result: ChainResult = evaluateBaseChain(entry, ctx);
-    if (isNat && manip && !hadMapping && ctx.natDone.has(manip)) {
+    if (isNat && manip && !hadMapping && (ctx.natDone & NAT_DONE[manip]) !== 0) {
       ctx.conn.mapped[manip] = manip === 'dst' ? { addr: ctx.pkt.dst, port: ctx.pkt.dport } : { addr: ctx.pkt.src, port: ctx.pkt.sport };
     }
     if (result.verdict === 'accept') continue;
@@ -286,7 +287,7 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
  * NAT_DONE status bit is set for the chains after the NAT hook. The hook runs wherever the family
  * has a nat chain at any hook (nf_nat_register_fn). */
 function setNullBinding(ctx: SimContext, manip: NatManip | undefined): void {
-  if (manip && ctx.index.nat.has(ctx.family) && hasConntrackEntry(ctx)) ctx.natDone.add(manip);
+  if (manip && ctx.index.nat.has(ctx.family) && hasConntrackEntry(ctx)) ctx.natDone |= NAT_DONE[manip];
 }
 
 /** Conntrack looks the packet up at NF_IP_PRI_CONNTRACK (nf_conntrack_core.c nf_conntrack_in →
@@ -313,7 +314,7 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
       ctx.ct.status = entry.status;
       ctx.ct.zone = entry.original.zone;
       ctx.ct.original = originalOf(entry);
-      for (const m of entry.natDone) ctx.natDone.add(m);
+      ctx.natDone |= entry.natDone;
       return;
     }
   }
@@ -390,7 +391,7 @@ function confirm(ctx: SimContext): void {
     reply: invertTuple(mapped),
     mark: ctx.ct.mark,
     status: ctx.ct.status,
-    natDone: new Set(ctx.natDone),
+    natDone: ctx.natDone,
     nat: [...ctx.nat],
   };
   if (!conn.keep || conn.table.insert(entry)) conn.entry = entry;
@@ -402,7 +403,7 @@ function confirm(ctx: SimContext): void {
  * loop ends at the first chain that initialised it). No entry (invalid, untracked): no NAT. */
 function isNatConsulted(ctx: SimContext, hook: Hook): boolean {
   const manip = NAT_MANIP[hook];
-  if (!manip || ctx.natDone.has(manip) || !ctx.ctAttached) return false;
+  if (!manip || (ctx.natDone & NAT_DONE[manip]) !== 0 || !ctx.ctAttached) return false;
   return ctx.ct.state === 'new' || ctx.ct.state === 'related';
 }
 
