@@ -198,10 +198,12 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       if (source === undefined) return isXtTarget(ctx) ? undefined : NO_MATCH;
       if (stmt.key === 'zone') {
         // nft_ct.c nft_ct_set_zone_eval: only a packet conntrack has not seen yet gets the zone
-        // (a template entry); once it has an entry, nothing changes.
-        if (!ctx.ctAttached && ctx.ct.state !== 'untracked') {
+        // (a template entry); once it has an entry, nothing changes. An untracked packet has
+        // none (nf_ct_get), so the template replaces what notrack did (kernel-checked).
+        if (!ctx.ctAttached) {
           ctx.ct.zone = integerOf(source, 'ct zone set') & 0xffff;
           ctx.zoneTemplate = true;
+          if (ctx.untrackedFrom !== undefined) ctx.ct.state = ctx.untrackedFrom;
         }
         return undefined;
       }
@@ -224,7 +226,10 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
     case 'notrack':
       // Only before conntrack looked the packet up (raw priority); later it has an entry, and so
       // it has after `ct zone set` attached a template (nft_notrack_eval leaves a packet with one).
-      if (!ctx.ctAttached && !ctx.zoneTemplate) ctx.ct.state = 'untracked';
+      if (!ctx.ctAttached && !ctx.zoneTemplate && ctx.ct.state !== 'untracked') {
+        ctx.untrackedFrom = ctx.ct.state;
+        ctx.ct.state = 'untracked';
+      }
       return undefined;
     case 'set-op': {
       const set = namedSet(stmt.set, ctx);

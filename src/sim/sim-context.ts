@@ -110,6 +110,9 @@ export interface SimContext {
   /** `ct zone set` attached a template entry before conntrack (nft_ct.c nft_ct_set_zone_eval):
    * until conntrack runs, the packet has that entry, with ctinfo IP_CT_NEW. */
   zoneTemplate: boolean;
+  /** The state `notrack` replaced with untracked: a zone template attached after it gives the
+   * packet back to conntrack, which then makes of it what it would have. */
+  untrackedFrom: CtStateName | undefined;
   /** Changes only when a local packet comes back in through lo. */
   iif?: string;
   /** Set by the routing decision. */

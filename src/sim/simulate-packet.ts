@@ -216,6 +216,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     },
     ctAttached: false,
     zoneTemplate: false,
+    untrackedFrom: undefined,
     conn: { table: state.conntrack, explicit: how.explicitCt, keep: how.keep, entry: undefined, tuple: undefined, mapped: {}, carried: false },
     iif: packet.iif,
     oif: undefined,

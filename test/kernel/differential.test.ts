@@ -534,6 +534,22 @@ COMMIT
       rulesets: [nft('table ip t {\n  chain raw {\n    type filter hook prerouting priority -300; policy accept;\n    ct zone set 1 notrack\n  }\n  chain later {\n    type filter hook prerouting priority -150; policy accept;\n    ct state untracked meta mark set 0x1\n    ct state new meta mark set mark or 0x2\n  }\n}\n')],
       packet: { iif: 'eth1', src: '198.51.100.20', dst: '192.0.2.1', protocol: 'tcp', sport: 443, dport: 80, tcpFlags: 'syn' },
     },
+    {
+      // nf_ct_get gives no entry for an untracked packet, so nft_ct_set_zone_eval attaches the
+      // template after notrack too: conntrack then tracks the packet in the zone. nftsim kept it
+      // untracked.
+      name: 'ct zone set after notrack: tracked in the zone',
+      rulesets: [nft('table ip t {\n  chain raw {\n    type filter hook prerouting priority -300; policy accept;\n    notrack ct zone set 1\n  }\n  chain later {\n    type filter hook prerouting priority -150; policy accept;\n    ct state untracked meta mark set 0x1\n    ct state new meta mark set mark or 0x2\n    ct zone 1 meta mark set mark or 0x4\n  }\n}\n')],
+      packet: { iif: 'eth1', src: '198.51.100.20', dst: '192.0.2.1', protocol: 'tcp', sport: 443, dport: 80, tcpFlags: 'syn' },
+    },
+    {
+      // Of the template's keys only `ct state` reads (new); zone, mark, direction and status
+      // break before conntrack, and `ct mark set` leaves it (nft_ct_set_eval skips templates).
+      // After conntrack the entry has the zone and mark 0.
+      name: 'ct keys other than state break on the zone template',
+      rulesets: [nft('table ip t {\n  chain raw {\n    type filter hook prerouting priority -300; policy accept;\n    ct zone set 1\n    ct zone 1 meta mark set mark or 0x1\n    ct mark 0 meta mark set mark or 0x2\n    ct direction original meta mark set mark or 0x4\n    ct status & 0x800 == 0x800 meta mark set mark or 0x8\n    ct status & 0x8 == 0x8 meta mark set mark or 0x10\n    ct status & 0x7ff == 0 meta mark set mark or 0x20\n    ct mark set 0x5\n    ct mark 0x5 meta mark set mark or 0x40\n  }\n  chain later {\n    type filter hook prerouting priority -150; policy accept;\n    ct mark 0x5 meta mark set mark or 0x80\n    ct zone 1 meta mark set mark or 0x100\n  }\n}\n')],
+      packet: { iif: 'eth1', src: '198.51.100.20', dst: '192.0.2.1', protocol: 'tcp', sport: 443, dport: 80, tcpFlags: 'syn' },
+    },
   ] as const)('$name', async ({ rulesets, packet }) => {
     const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets, packet });
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);

@@ -240,13 +240,15 @@ describe('marks', () => {
 describe('conntrack', () => {
   // nft_ct_set_zone_eval attaches a template entry with ctinfo IP_CT_NEW before conntrack: `ct
   // state` reads new until conntrack runs, where without it there is no entry (invalid), and
-  // nft_notrack_eval leaves a packet that has the template. (Kernel rows:
+  // nft_notrack_eval leaves a packet that has the template; an untracked packet has no entry, so
+  // `ct zone set` after notrack attaches the template all the same. (Kernel rows:
   // test/kernel/differential.test.ts.)
   it.each([
     ['ct state reads new after ct zone set', 'ct zone set 1 ct state new meta mark set 0x1', '0x00000001'],
     ['ct state reads invalid without it', 'ct state new meta mark set 0x1', '0x00000000'],
     ['notrack leaves a packet with the template', 'ct zone set 1 notrack', '0x00000000'],
     ['notrack without it untracks the packet', 'notrack', '0x00000001'],
+    ['ct zone set after notrack tracks the packet again', 'notrack ct zone set 1', '0x00000000'],
   ])('before conntrack: %s', (_name, raw, mark) => {
     const text = `table ip t {\n\tchain raw { type filter hook prerouting priority -300; ${raw}; }\n\tchain later { type filter hook prerouting priority -150; ct state untracked meta mark set 0x1; }\n}\n`;
     expect(simulateOne(text, LOCAL).mark).toBe(mark);
