@@ -5,7 +5,7 @@
 import type { Expr, Literal, NamedSet, Relational } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
-import { lookupRoute } from './host.js';
+import { isBroadcastAddress, lookupRoute } from './host.js';
 import { CT_STATE_BITS } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
@@ -171,7 +171,7 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
     case 'length':
       return BigInt(p.length);
     case 'pkttype':
-      return BigInt(packetType(ctx));
+      return BigInt(p.pkttype);
     case 'iiftype':
     case 'oiftype': {
       const dev = key === 'iiftype' ? ctx.iif : ctx.oif;
@@ -235,12 +235,6 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
   }
 }
 
-/** PACKET_HOST 0, BROADCAST 1, MULTICAST 2 (include/uapi/linux/if_packet.h). */
-export function packetType(ctx: SimContext): number {
-  const type = addressTypeAt(ctx, ctx.pkt.dst);
-  return type === 3 ? 1 : type === 5 ? 2 : 0;
-}
-
 /** RTN_* (include/uapi/linux/rtnetlink.h): unicast 1, local 2, broadcast 3, multicast 5,
  * unreachable 7. */
 function addressTypeAt(ctx: SimContext, a: Address): number {
@@ -254,16 +248,9 @@ function addressTypeAt(ctx: SimContext, a: Address): number {
 function addressType(ctx: SimContext, a: Address): number {
   if (isLocal(ctx, a)) return 2;
   if (a.family === 'ip') {
-    // ipv4_is_zeronet (0.0.0.0) and ipv4_is_lbcast are RTN_BROADCAST (__inet_dev_addr_type).
-    if (a.n === 0xffffffffn || a.n === 0n) return 3;
+    // ipv4_is_zeronet (0.0.0.0) is RTN_BROADCAST too (__inet_dev_addr_type).
+    if (a.n === 0n || isBroadcastAddress(ctx.host, a)) return 3;
     if (a.n >> 28n === 0xen) return 5;
-    for (const iface of ctx.host.interfaces) {
-      for (const c of iface.addresses) {
-        if (c.family !== 'ip' || c.prefix >= 31) continue;
-        const mask = prefixMask(32, c.prefix);
-        if ((a.n & mask) === (c.n & mask) && (a.n | mask) === 0xffffffffn) return 3;
-      }
-    }
     // Anything else is unicast, routed or not: nft_fib4_eval_type asks inet_dev_addr_type, which
     // looks in the local table only (fib_frontend.c __inet_dev_addr_type).
     return 1;

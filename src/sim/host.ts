@@ -207,6 +207,49 @@ export function localInterfaceOf(host: Host, address: Address): HostInterface | 
   return undefined;
 }
 
+/** Whether the host's local table has a broadcast route for the IPv4 address: the limited
+ * broadcast, or the broadcast address of one of its subnets (fib_add_ifaddr adds one for every
+ * address with a prefix shorter than /31). */
+export function isBroadcastAddress(host: Host, address: Address): boolean {
+  if (!mayBeBroadcast(address)) return false;
+  return address.n === LIMITED_BROADCAST || host.interfaces.some((iface) => isSubnetBroadcast(iface.addresses, address));
+}
+
+/** PACKET_HOST, PACKET_BROADCAST, PACKET_MULTICAST (include/uapi/linux/if_packet.h). */
+export const PACKET_TYPE = { host: 0, broadcast: 1, multicast: 2 } as const;
+
+/** The link-layer type (skb->pkt_type) of a frame carrying a packet to `address` into interface
+ * `ifname`, as a sender on its link addresses it: a multicast address goes to a multicast MAC,
+ * the limited broadcast and the broadcast address of one of the interface's subnets to the
+ * broadcast MAC, anything else (a broadcast address of another subnet too, which is routed to
+ * the node) to the interface's own MAC. */
+export function linkPacketType(host: Host, ifname: string, address: Address): number {
+  const multicast = address.family === 'ip' ? Number(address.n) >>> 28 === 0xe : address.n >> 120n === 0xffn;
+  if (multicast) return PACKET_TYPE.multicast;
+  if (!mayBeBroadcast(address)) return PACKET_TYPE.host;
+  if (address.n === LIMITED_BROADCAST) return PACKET_TYPE.broadcast;
+  const iface = host.interfaces.find((i) => i.name === ifname);
+  return iface && isSubnetBroadcast(iface.addresses, address) ? PACKET_TYPE.broadcast : PACKET_TYPE.host;
+}
+
+const LIMITED_BROADCAST = 0xffffffffn;
+
+/** An IPv4 broadcast address ends in two set bits at least: most addresses are told apart by that
+ * alone (the routing decision asks for every packet that is not for a local address). */
+function mayBeBroadcast(address: Address): boolean {
+  return address.family === 'ip' && (Number(address.n) & 3) === 3;
+}
+
+/** Whether the address is the broadcast address of one of these subnets. */
+function isSubnetBroadcast(addresses: readonly Cidr[], address: Address): boolean {
+  for (const c of addresses) {
+    if (c.family !== 'ip' || c.prefix >= 31) continue;
+    const mask = prefixMask(32, c.prefix);
+    if ((address.n & mask) === (c.n & mask) && (address.n | mask) === LIMITED_BROADCAST) return true;
+  }
+  return false;
+}
+
 /** Longest-prefix match on the host's routes (connected ones included); the first of equal
  * prefixes wins. */
 export function lookupRoute(host: Host, address: Address): HostRoute | undefined {

@@ -8,7 +8,7 @@
 import type { Expr } from '../model/ast.js';
 import { datatypeOf } from '../model/datatypes.js';
 import { CT_STATE_BITS } from './conntrack-table.js';
-import { constantOf, fibFlagBits, fibTypeOf, packetType } from './evaluate-expr.js';
+import { constantOf, fibFlagBits, fibTypeOf } from './evaluate-expr.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
 import { hasConntrackEntry, NotModelled, stateBeforeConntrack, type SimContext } from './sim-context.js';
 
@@ -126,7 +126,7 @@ export function readField(ctx: SimContext, field: number, arg: number, arg2: num
     case FIELD.protocol:
       return ctx.family === 'ip' ? 0x0800 : 0x86dd;
     case FIELD.pkttype:
-      return packetType(ctx);
+      return p.pkttype;
     case FIELD.skuid:
       return ctx.iif !== undefined || p.skuid === undefined ? -1 : p.skuid;
     case FIELD.skgid:

@@ -32,6 +32,9 @@ export interface PacketState {
   icmpType?: number;
   icmpCode?: number;
   mark: number;
+  /** skb->pkt_type (host.ts PACKET_TYPE), set by the link layer as the packet arrived: a DNAT
+   * does not change it, and a locally generated packet is PACKET_HOST. */
+  readonly pkttype: number;
   length: number;
   dscp: number;
   ttl: number;

@@ -5,7 +5,7 @@ import { formatAddress, type Address } from './address.js';
 import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint } from './evaluate-stmt.js';
-import { localInterfaceOf, readHost, lookupRoute, type Host, type HostInput } from './host.js';
+import { isBroadcastAddress, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { protocolName, readPacket, type Packet, type PacketInput } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
@@ -188,6 +188,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     icmpType: packet.icmpType,
     icmpCode: packet.icmpType !== undefined ? packet.icmpCode : undefined,
     mark: packet.mark,
+    pkttype: packet.iif === undefined ? PACKET_TYPE.host : linkPacketType(host, packet.iif, packet.dst),
     length: packet.length,
     dscp: packet.dscp,
     ttl: packet.ttl,
@@ -431,10 +432,15 @@ function endingOf(result: ChainResult): Ending {
 function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   const early = runHook(ctx, 'ingress') ?? runHook(ctx, 'prerouting');
   if (early) return early;
-  const martian = martianReason(ctx);
-  if (martian) return { disposition: 'dropped', verdict: 'drop', reason: martian };
   const dst = ctx.pkt.dst;
-  if (localInterfaceAt(ctx, dst)) {
+  // IPv4 multicast is routed apart (ip_route_input_rcu → ip_route_input_mc), before the checks
+  // of ip_route_input_slow.
+  const multicast = isIpv4Multicast(dst);
+  const refused = multicast ? multicastReason(ctx) : martianReason(ctx);
+  if (refused) return { disposition: 'dropped', verdict: 'drop', reason: refused };
+  // A group the host joined, and a broadcast route of the local table (brd_input), go to input
+  // as a local address does.
+  if (localInterfaceAt(ctx, dst) || multicast || isBroadcastAddress(ctx.host, dst)) {
     const input = runHook(ctx, 'input');
     if (input) return input;
     confirm(ctx);
@@ -445,6 +451,9 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   const oif = forcedOif ?? lookupRoute(ctx.host, dst)?.dev;
   if (oif === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(dst)}` };
   ctx.oif = oif;
+  // ip_forward / ip6_forward forward only what the link layer addressed to the host: a packet
+  // that came in a broadcast or multicast frame is dropped, DNATed to a unicast address or not.
+  if (ctx.pkt.pkttype !== PACKET_TYPE.host) return { disposition: 'dropped', verdict: 'drop', reason: 'not forwarded: it came in a broadcast or multicast frame' };
   // ip_forward / ip6_forward: a packet whose TTL (hop limit) would expire is dropped with a time
   // exceeded error; the others have it decremented before NF_INET_FORWARD.
   if (ctx.pkt.ttl <= 1) return { disposition: 'dropped', verdict: 'drop', reason: 'TTL exceeded in forwarding' };
@@ -481,6 +490,29 @@ function martianReason(ctx: SimContext): string | undefined {
     if (srcFirst === 127) return martian('source', src, 'a loopback address', ctx);
   } else if (src.n === 0n) return undefined;
   if (localInterfaceOf(ctx.host, src)) return martian('source', src, "the host's own address", ctx);
+  return undefined;
+}
+
+function isIpv4Multicast(address: Address): boolean {
+  return address.family === 'ip' && Number(address.n) >>> 28 === 0xe;
+}
+
+/** 224.0.0.1 (all hosts), the group every interface joins (ip_mc_up); the host description has
+ * no other memberships. */
+const ALL_HOSTS = 0xe0000001n;
+
+/** Why the IPv4 routing decision drops a received multicast packet: a group the host has not
+ * joined (ip_route_input_rcu, without multicast routing); else ip_route_input_mc's checks of the
+ * source: multicast, the limited broadcast, loopback, or one of the host's own addresses
+ * (fib_validate_source). 0.0.0.0 may send to the groups of 224.0.0.0/24, all-hosts among them. */
+function multicastReason(ctx: SimContext): string | undefined {
+  const { src, dst } = ctx.pkt;
+  if (dst.n !== ALL_HOSTS) return `multicast group ${formatAddress(dst)} not joined (nftsim takes the host to be in 224.0.0.1 only)`;
+  const srcFirst = Number(src.n) >>> 24;
+  if (srcFirst >= 224 && srcFirst < 240) return martian('source', src, 'a multicast address', ctx);
+  if (src.n === LIMITED_BROADCAST) return martian('source', src, 'the broadcast address', ctx);
+  if (srcFirst === 127) return martian('source', src, 'a loopback address', ctx);
+  if (src.n !== 0n && localInterfaceOf(ctx.host, src)) return martian('source', src, "the host's own address", ctx);
   return undefined;
 }
 

@@ -48,6 +48,13 @@ export interface GeneratedCase {
   readonly packet: KernelPacket;
 }
 
+/** A received packet's destination: mostly unicast ones, a fifth of them broadcast or
+ * multicast where the family has such. */
+function receivedDestination(a: (typeof ADDRESSES)[AddressFamily]): fc.Arbitrary<string> {
+  const unicast = fc.constantFrom(a.server[1], a.server[2], a.client[1], a.server[0], a.unroutable);
+  return a.broadcast.length === 0 ? unicast : fc.oneof({ arbitrary: unicast, weight: 4 }, { arbitrary: fc.constantFrom(...a.broadcast), weight: 1 });
+}
+
 const MARKS = ['0x0', '0x1', '0x10', '0x20', '0x4000', '0x4010', '0x1bd20'];
 const FILTER_PRIORITIES = [-300, -150, -150, 0, 0, 10];
 const NAT_PRIORITIES: Readonly<Record<'dst' | 'src', readonly number[]>> = { dst: [-100, -100, -101, -99], src: [100, 100, 99, 101] };
@@ -95,7 +102,7 @@ function arbitraryPacket(af: AddressFamily): fc.Arbitrary<KernelPacket> {
     fc.tuple(t, ports(sports, dports)).map(([tr, p]) => (tr.protocol === 'icmp' || tr.protocol === 'icmpv6' ? tr : { ...tr, ...p }));
   return fc.oneof(
     fc.tuple(
-      fc.record({ iif: fc.constant('eth0'), src: fc.constantFrom(a.client[0], a.client[2]), dst: fc.constantFrom(a.server[1], a.server[2], a.client[1], a.server[0], a.unroutable), mark: fc.constantFrom(...MARKS) }),
+      fc.record({ iif: fc.constant('eth0'), src: fc.constantFrom(a.client[0], a.client[2]), dst: receivedDestination(a), mark: fc.constantFrom(...MARKS) }),
       withPorts(transport, [40000, 1234], [80, 443, 53, 8080]),
     ).map(([base, tr]) => ({ ...base, ...tr })),
     fc.tuple(

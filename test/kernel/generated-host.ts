@@ -28,6 +28,10 @@ export interface FamilyAddresses {
   readonly server: readonly [string, string, string];
   /** Routed nowhere. */
   readonly unroutable: string;
+  /** Broadcast and multicast destinations of received packets: eth1's subnet broadcast, the
+   * limited broadcast, all hosts (delivered) and a group the host is not in (dropped). None for
+   * IPv6, whose multicast nftsim does not model (docs/simulator-limits.md). */
+  readonly broadcast: readonly string[];
   readonly prefixes: readonly [string, string, string, string];
   readonly range: string;
   /** Pairwise disjoint: nft refuses overlapping elements of an interval set. */
@@ -43,6 +47,7 @@ export const ADDRESSES: Readonly<Record<AddressFamily, FamilyAddresses>> = {
     client: ['192.0.2.1', '192.0.2.10', '192.0.2.77'],
     server: ['198.51.100.10', '198.51.100.20', '198.51.100.30'],
     unroutable: '203.0.113.5',
+    broadcast: ['198.51.100.255', '255.255.255.255', '224.0.0.1', '224.0.0.251'],
     prefixes: ['192.0.2.0/24', '198.51.100.0/25', '198.51.100.16/28', '10.0.0.0/8'],
     range: '198.51.100.15-198.51.100.25',
     setElements: ['192.0.2.1', '192.0.2.10', '198.51.100.20', '198.51.100.30', '198.51.100.128/25', '10.0.0.0/8'],
@@ -54,6 +59,7 @@ export const ADDRESSES: Readonly<Record<AddressFamily, FamilyAddresses>> = {
     client: ['2001:db8:1::1', '2001:db8:1::10', '2001:db8:1::77'],
     server: ['2001:db8:2::10', '2001:db8:2::20', '2001:db8:2::30'],
     unroutable: '2001:db8:3::5',
+    broadcast: [],
     prefixes: ['2001:db8:1::/64', '2001:db8:2::/120', '2001:db8:2::10/124', 'fd00::/8'],
     range: '2001:db8:2::15-2001:db8:2::25',
     setElements: ['2001:db8:1::1', '2001:db8:1::10', '2001:db8:2::20', '2001:db8:2::30', '2001:db8:2::80/121', 'fd00::/8'],

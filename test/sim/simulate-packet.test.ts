@@ -64,6 +64,56 @@ describe('paths and the routing decision', () => {
     expect(simulateOne('', { iif: 'eth0', src: '0.0.0.0', dst: '255.255.255.255', protocol: 'udp', sport: 68, dport: 67 }).reason ?? '').not.toMatch(/martian/);
   });
 
+  // IPv4 broadcast and multicast destinations, with a default route that would forward them:
+  // a broadcast route of the local table (the limited broadcast, each subnet's broadcast
+  // address) goes to brd_input, delivered whichever interface the packet came in on; a group
+  // the host is in (224.0.0.1 only: the host description has no memberships) is delivered, any
+  // other dropped (ip_route_input_rcu without multicast routing), and ip_route_input_mc checks
+  // the source. (Kernel rows: test/kernel/differential.test.ts.)
+  it.each([
+    ['the limited broadcast', { src: '192.0.2.99', dst: '255.255.255.255' }, 'delivered', undefined],
+    ['the broadcast address of the subnet it came from', { src: '192.0.2.99', dst: '192.0.2.255' }, 'delivered', undefined],
+    ['the broadcast address of another interface\'s subnet', { src: '192.0.2.99', dst: '100.64.255.255' }, 'delivered', undefined],
+    ['a subnet\'s network address, a unicast one', { src: '192.0.2.99', dst: '100.64.0.0' }, 'forwarded', undefined],
+    ['all hosts', { src: '192.0.2.99', dst: '224.0.0.1' }, 'delivered', undefined],
+    ['all hosts from 0.0.0.0', { src: '0.0.0.0', dst: '224.0.0.1' }, 'delivered', undefined],
+    ['a group the host is not in', { src: '192.0.2.99', dst: '224.0.0.251' }, 'dropped', 'multicast group 224.0.0.251 not joined (nftsim takes the host to be in 224.0.0.1 only)'],
+    ['all hosts from the host\'s own address', { src: '192.0.2.10', dst: '224.0.0.1' }, 'dropped', "martian source 192.0.2.10 (the host's own address arriving on eth0)"],
+    ['all hosts from a multicast address', { src: '224.0.0.9', dst: '224.0.0.1' }, 'dropped', 'martian source 224.0.0.9 (a multicast address arriving on eth0)'],
+  ] as const)('a UDP packet to %s', (_name, addresses, disposition, reason) => {
+    const o = simulateOne('', { iif: 'eth0', ...addresses, protocol: 'udp', sport: 40000, dport: 5000 });
+    expect(o.disposition).toBe(disposition);
+    expect(o.reason).toBe(reason);
+  });
+
+  // skb->pkt_type is the frame's: the link layer sets it from the destination MAC, which a sender
+  // on the link picks by the packet's destination (src/sim/host.ts linkPacketType). A DNAT does
+  // not change it; a locally generated packet is PACKET_HOST.
+  it.each([
+    ['a received packet to the limited broadcast', { iif: 'eth0', src: '192.0.2.99', dst: '255.255.255.255' }, '', 'broadcast'],
+    ['a received packet to its subnet\'s broadcast address', { iif: 'eth0', src: '192.0.2.99', dst: '192.0.2.255' }, '', 'broadcast'],
+    ['a received packet to another subnet\'s broadcast address', { iif: 'eth0', src: '192.0.2.99', dst: '100.64.255.255' }, '', 'host'],
+    ['a received packet to a multicast group', { iif: 'eth0', src: '192.0.2.99', dst: '224.0.0.1' }, '', 'multicast'],
+    ['a received IPv6 packet to a multicast group', { iif: 'eth0', src: '2001:db8::99', dst: 'ff02::1' }, '', 'multicast'],
+    ['a received broadcast DNATed to a unicast address', { iif: 'eth0', src: '192.0.2.99', dst: '192.0.2.255' }, 'dnat to 10.244.1.5', 'broadcast'],
+    ['a locally generated packet to the limited broadcast', { src: '192.0.2.10', dst: '255.255.255.255', oif: 'eth0' }, '', 'host'],
+  ] as const)('meta pkttype of %s', (_name, addresses, nat, expected) => {
+    const text = `table inet t {\n\tchain pre { type nat hook prerouting priority dstnat; ${nat} }\n\tchain late { type filter hook prerouting priority 0; meta pkttype ${expected} meta mark set 0x1; }\n\tchain out { type filter hook output priority 0; meta pkttype ${expected} meta mark set 0x1; }\n}\n`;
+    expect(simulateOne(text, { ...addresses, protocol: 'udp', sport: 40000, dport: 5000 }).mark).toBe('0x00000001');
+  });
+
+  // ip_forward / ip6_forward drop a packet that came in a broadcast or multicast frame.
+  it.each([
+    ['a broadcast', '192.0.2.255', 'dropped'],
+    ['a multicast packet', '224.0.0.1', 'dropped'],
+    ['another subnet\'s broadcast (to the node\'s MAC)', '100.64.255.255', 'forwarded'],
+  ] as const)('%s DNATed to a pod', (_name, dst, disposition) => {
+    const text = 'table ip n {\n\tchain pre { type nat hook prerouting priority dstnat; dnat to 10.244.1.5; }\n}\n';
+    const o = simulateOne(text, { iif: 'eth0', src: '192.0.2.99', dst, protocol: 'udp', sport: 40000, dport: 5000 });
+    expect(o.disposition).toBe(disposition);
+    if (disposition === 'dropped') expect(o.reason).toBe('not forwarded: it came in a broadcast or multicast frame');
+  });
+
   it('an IPv6 packet with the host\'s own address as source is routed as any other', () => {
     expect(simulateOne('', { iif: 'eth0', src: '2001:db8::10', dst: '2001:db8::99' })).toMatchObject({ disposition: 'forwarded', oif: 'eth0' });
   });

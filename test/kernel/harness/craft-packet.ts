@@ -188,7 +188,7 @@ function decodeTcpFlags(bits: number): string {
     .join(',');
 }
 
-function encodeAddress(address: string): Buffer {
+export function encodeAddress(address: string): Buffer {
   if (isIPv4(address)) return Buffer.from(address.split('.').map(Number));
   const [head = '', tail] = address.split('::');
   const groups = (part: string): number[] => (part === '' ? [] : part.split(':').map((group) => parseInt(group, 16)));

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createNamespace, deleteNamespace, runInNamespace, runInNamespaceOrThrow } from '../helpers/network-namespace.mjs';
-import { craftPacket, findIpFamily, parseFrame, type KernelPacket, type SeenPacket } from './craft-packet.js';
+import { craftPacket, encodeAddress, findIpFamily, parseFrame, type KernelPacket, type SeenPacket } from './craft-packet.js';
 import { parseNftTraceLine, type TraceEvent, type TracePacketLine } from './parse-nft-trace.js';
 
 export interface HostInterface {
@@ -216,6 +216,9 @@ function buildTopology(host: KernelHost, node: string, peers: ReadonlyMap<string
     `net.ipv4.ip_forward=${forwarding}`,
     'net.ipv4.conf.all.rp_filter=0',
     'net.ipv4.conf.default.rp_filter=0',
+    // No ICMP redirects: nftsim does not simulate the packets the kernel makes (docs/simulator-limits.md).
+    'net.ipv4.conf.all.send_redirects=0',
+    'net.ipv4.conf.default.send_redirects=0',
     `net.ipv6.conf.all.disable_ipv6=${hasIpv6 ? 0 : 1}`,
     `net.ipv6.conf.default.disable_ipv6=${hasIpv6 ? 0 : 1}`,
     ...(hasIpv6
@@ -255,6 +258,27 @@ function buildTopology(host: KernelHost, node: string, peers: ReadonlyMap<string
     nodeBatch.push(`route add ${dst}${route.via ? ` via ${route.via}` : ''} dev ${route.dev}`);
   }
   runInNamespaceOrThrow(node, ['ip', '-batch', '-'], `${nodeBatch.join('\n')}\n`);
+}
+
+/**
+ * The destination MAC of the frame carrying a packet to `dst` into the node through `iface`, as a
+ * sender on the link sets it: the group's MAC for a multicast address (RFC 1112, RFC 2464), the
+ * broadcast MAC for the limited broadcast and the broadcast address of one of the interface's
+ * subnets, else undefined (the node's own MAC). The kernel reads skb->pkt_type (`meta pkttype`)
+ * from it; nftsim gives a received packet the same (src/sim/host.ts linkPacketType).
+ */
+function linkDestination(iface: HostInterface, dst: string): string | undefined {
+  const bytes = encodeAddress(dst);
+  const hex = (values: readonly number[]): string => values.map((b) => b.toString(16).padStart(2, '0')).join(':');
+  if (bytes.length === 16) return bytes[0] === 0xff ? hex([0x33, 0x33, ...bytes.subarray(12)]) : undefined;
+  if (bytes[0]! >> 4 === 0xe) return hex([0x01, 0x00, 0x5e, bytes[1]! & 0x7f, bytes[2]!, bytes[3]!]);
+  const n = ipv4ToNumber(dst);
+  const subnetBroadcast = iface.addresses.map(splitPrefix).some(({ address, length }) => {
+    if (findIpFamily(address) !== 'ip' || length >= 31) return false;
+    const hostBits = length === 0 ? -1 : ~(~0 << (32 - length));
+    return ((ipv4ToNumber(address) | hostBits) | 0) === n;
+  });
+  return n === -1 || subnetBroadcast ? 'ff:ff:ff:ff:ff:ff' : undefined;
 }
 
 function splitPrefix(text: string): { address: string; length: number } {
@@ -414,6 +438,7 @@ class CaseRunner {
       sentinel: craftSentinel(via === -1 && this.host.interfaces.length === 0 ? '127.0.0.1' : '192.0.0.8', tag).toString('hex'),
       ...(via === -1 && this.host.interfaces.length > 0 && { sentinelVia: 0 }),
       dst: packet.dst,
+      ...(via >= 0 && { dstMac: linkDestination(this.host.interfaces[via]!, packet.dst) }),
       mark: packet.iif === undefined ? parseMark(packet.mark) : 0,
       oif: packet.oif,
     });

@@ -7,8 +7,9 @@
 # ({"ok": true, ...} or {"ok": false, "error": "..."}). Operations:
 #   open     {node, peers: [{ns, ifname, dstMac, srcMac}]}  open every socket
 #   flush    {}                                             delete every conntrack entry in node
-#   inject   {via, packet, sentinel, dst?, mark?, oif?, sentinelVia?}
+#   inject   {via, packet, sentinel, dst?, dstMac?, mark?, oif?, sentinelVia?}
 #                                                           drain captures, send packet then sentinel
+#                                                           (the packet to dstMac, else the node)
 #   collect  {graceMs}                                      frames seen on the peers since inject
 # `via` is a peer index (frame sent on the peer's veth, so it enters the node on the interface's
 # other end) or -1 (sent from a raw socket inside the node: the output path).
@@ -100,11 +101,12 @@ class Agent:
                 except BlockingIOError:
                     break
 
-    def send(self, via, packet, dst=None, mark=0, oif=None):
+    def send(self, via, packet, dst=None, mark=0, oif=None, dst_mac=None):
         if via >= 0:
             peer = self.peers[via]
+            header = peer['header'] if dst_mac is None else mac_bytes(dst_mac) + peer['header'][6:]
             ethertype = b'\x08\x00' if packet[0] >> 4 == 4 else b'\x86\xdd'
-            peer['sock'].send(peer['header'] + ethertype + packet)
+            peer['sock'].send(header + ethertype + packet)
             return
         raw = self.raw4 if packet[0] >> 4 == 4 else self.raw6
         raw.setsockopt(socket.SOL_SOCKET, SO_MARK, mark)
@@ -114,9 +116,9 @@ class Agent:
         except PermissionError:
             pass  # netfilter dropped it on the output path: EPERM is that verdict, not a failure
 
-    def inject(self, via, packet, sentinel, dst=None, mark=0, oif=None, sentinel_via=None):
+    def inject(self, via, packet, sentinel, dst=None, dst_mac=None, mark=0, oif=None, sentinel_via=None):
         self.drain()
-        self.send(via, bytes.fromhex(packet), dst, mark, oif)
+        self.send(via, bytes.fromhex(packet), dst, mark, oif, dst_mac)
         # The sentinel follows the same way in (or, after a local packet, in from a peer: it then
         # queues behind a packet the node sent to itself through lo, in the CPU's one backlog);
         # the harness knows the case packet has been handled once the sentinel's trace line arrives.
@@ -159,8 +161,8 @@ def main():
                 reply = agent.flush()
             elif op == 'inject':
                 reply = agent.inject(request['via'], request['packet'], request['sentinel'],
-                                     request.get('dst'), request.get('mark', 0), request.get('oif'),
-                                     request.get('sentinelVia'))
+                                     request.get('dst'), request.get('dstMac'), request.get('mark', 0),
+                                     request.get('oif'), request.get('sentinelVia'))
             elif op == 'collect':
                 reply = agent.collect(request['graceMs'])
             else:
