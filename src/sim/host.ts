@@ -224,8 +224,7 @@ export const PACKET_TYPE = { host: 0, broadcast: 1, multicast: 2 } as const;
  * broadcast MAC, anything else (a broadcast address of another subnet too, which is routed to
  * the node) to the interface's own MAC. */
 export function linkPacketType(host: Host, ifname: string, address: Address): number {
-  const multicast = address.family === 'ip' ? Number(address.n) >>> 28 === 0xe : address.n >> 120n === 0xffn;
-  if (multicast) return PACKET_TYPE.multicast;
+  if (isMulticastAddress(address)) return PACKET_TYPE.multicast;
   if (!mayBeBroadcast(address)) return PACKET_TYPE.host;
   if (address.n === LIMITED_BROADCAST) return PACKET_TYPE.broadcast;
   const iface = host.interfaces.find((i) => i.name === ifname);
@@ -233,6 +232,37 @@ export function linkPacketType(host: Host, ifname: string, address: Address): nu
 }
 
 const LIMITED_BROADCAST = 0xffffffffn;
+
+/** 224.0.0.0/4, ff00::/8. */
+export function isMulticastAddress(address: Address): boolean {
+  return address.family === 'ip' ? Number(address.n) >>> 28 === 0xe : address.n >> 120n === 0xffn;
+}
+
+const IPV4_ALL_HOSTS = 0xe0000001n;
+const IPV6_ALL_NODES = 0xff020000000000000000000000000001n;
+const IPV6_ALL_ROUTERS = [0xff020000000000000000000000000002n, 0xff050000000000000000000000000002n];
+/** ff02::1:ff00:0/104, followed by the low 24 bits of the address a solicited-node group is for. */
+const IPV6_SOLICITED_NODE = 0xff0200000000000000000001ff000000n;
+
+/** Whether interface `ifname` is in the multicast group: the groups the kernel joins on every
+ * interface by itself, since the host description lists no memberships. IPv4 all hosts
+ * (224.0.0.1, ip_mc_up); IPv6 all nodes (ff02::1), the solicited-node group of each of the
+ * interface's addresses (addrconf_join_solict), and on a router all routers (ff02::2, ff05::2)
+ * and the solicited-node group of each subnet-router anycast address, the prefix of an address
+ * shorter than /127 (addrconf_join_anycast). Checked on Linux 6.18 with `ip maddr` on a veth. */
+export function joinsGroup(host: Host, ifname: string, group: Address): boolean {
+  if (group.family === 'ip') return group.n === IPV4_ALL_HOSTS;
+  if (group.n === IPV6_ALL_NODES) return true;
+  if (host.forwarding && IPV6_ALL_ROUTERS.includes(group.n)) return true;
+  if (group.n >> 24n !== IPV6_SOLICITED_NODE >> 24n) return false;
+  const low = group.n & 0xffffffn;
+  const iface = host.interfaces.find((i) => i.name === ifname);
+  return (
+    iface?.addresses.some(
+      (c) => c.family === 'ip6' && ((c.n & 0xffffffn) === low || (host.forwarding && c.prefix < 127 && (c.n & prefixMask(128, c.prefix) & 0xffffffn) === low)),
+    ) ?? false
+  );
+}
 
 /** An IPv4 broadcast address ends in two set bits at least: most addresses are told apart by that
  * alone (the routing decision asks for every packet that is not for a local address). */

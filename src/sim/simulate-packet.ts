@@ -5,7 +5,7 @@ import { formatAddress, type Address } from './address.js';
 import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint } from './evaluate-stmt.js';
-import { isBroadcastAddress, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
+import { isBroadcastAddress, isMulticastAddress, joinsGroup, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { protocolName, readPacket, type Packet, type PacketInput } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
@@ -433,9 +433,9 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   const early = runHook(ctx, 'ingress') ?? runHook(ctx, 'prerouting');
   if (early) return early;
   const dst = ctx.pkt.dst;
-  // IPv4 multicast is routed apart (ip_route_input_rcu → ip_route_input_mc), before the checks
-  // of ip_route_input_slow.
-  const multicast = isIpv4Multicast(dst);
+  // Multicast is routed apart (ip_route_input_rcu → ip_route_input_mc, ip6_mc_input), before
+  // the checks of ip_route_input_slow.
+  const multicast = isMulticastAddress(dst);
   const refused = multicast ? multicastReason(ctx) : martianReason(ctx);
   if (refused) return { disposition: 'dropped', verdict: 'drop', reason: refused };
   // A group the host joined, and a broadcast route of the local table (brd_input), go to input
@@ -493,21 +493,16 @@ function martianReason(ctx: SimContext): string | undefined {
   return undefined;
 }
 
-function isIpv4Multicast(address: Address): boolean {
-  return address.family === 'ip' && Number(address.n) >>> 28 === 0xe;
-}
-
-/** 224.0.0.1 (all hosts), the group every interface joins (ip_mc_up); the host description has
- * no other memberships. */
-const ALL_HOSTS = 0xe0000001n;
-
-/** Why the IPv4 routing decision drops a received multicast packet: a group the host has not
- * joined (ip_route_input_rcu, without multicast routing); else ip_route_input_mc's checks of the
- * source: multicast, the limited broadcast, loopback, or one of the host's own addresses
- * (fib_validate_source). 0.0.0.0 may send to the groups of 224.0.0.0/24, all-hosts among them. */
+/** Why the routing decision drops a received multicast packet: a group the input interface is
+ * not in (ip_route_input_rcu and ip6_mc_input, without multicast routing); for IPv4, else
+ * ip_route_input_mc's checks of the source: multicast, the limited broadcast, loopback, or one of
+ * the host's own addresses (fib_validate_source). 0.0.0.0 may send to the groups of
+ * 224.0.0.0/24, all-hosts among them. */
 function multicastReason(ctx: SimContext): string | undefined {
   const { src, dst } = ctx.pkt;
-  if (dst.n !== ALL_HOSTS) return `multicast group ${formatAddress(dst)} not joined (nftsim takes the host to be in 224.0.0.1 only)`;
+  const iif = ctx.iif!;
+  if (!joinsGroup(ctx.host, iif, dst)) return `multicast group ${formatAddress(dst)} not joined on ${iif} (nftsim knows only the groups every interface joins)`;
+  if (dst.family !== 'ip') return undefined;
   const srcFirst = Number(src.n) >>> 24;
   if (srcFirst >= 224 && srcFirst < 240) return martian('source', src, 'a multicast address', ctx);
   if (src.n === LIMITED_BROADCAST) return martian('source', src, 'the broadcast address', ctx);

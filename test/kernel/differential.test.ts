@@ -600,6 +600,21 @@ COMMIT
       rulesets: [markEachHook],
       packet: { iif: 'eth0', src: '192.0.2.1', dst: '224.0.0.251', protocol: 'udp', sport: 5353, dport: 5353 },
     },
+    ...(
+      [
+        // ip6_mc_input delivers what the input interface is in, drops the rest: all nodes, and
+        // on a router all routers. nftsim routed IPv6 multicast by the host's routes. (The
+        // harness's veths are NOARP, which join no solicited-node group: addrconf_join_solict.)
+        ['all nodes', 'ff02::1', 'delivered'],
+        ['all routers', 'ff02::2', 'delivered'],
+        ['the solicited-node group of another address', 'ff02::1:ff00:99', 'dropped'],
+        ['a group the host is not in', 'ff02::fb', 'dropped'],
+      ] as const
+    ).map(([what, dst, disposition]) => ({
+      name: `an IPv6 packet to ${what} is ${disposition}`,
+      rulesets: [markEachHook],
+      packet: { iif: 'eth0', src: '2001:db8:1::1', dst, protocol: 'udp', sport: 40000, dport: 5000 } as const,
+    })),
     {
       // ip_forward drops what did not come to the node's MAC (skb->pkt_type): a multicast or
       // broadcast packet DNATed to a server is not forwarded (seed 691790243 of npm run

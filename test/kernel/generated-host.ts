@@ -28,9 +28,11 @@ export interface FamilyAddresses {
   readonly server: readonly [string, string, string];
   /** Routed nowhere. */
   readonly unroutable: string;
-  /** Broadcast and multicast destinations of received packets: eth1's subnet broadcast, the
-   * limited broadcast, all hosts (delivered) and a group the host is not in (dropped). None for
-   * IPv6, whose multicast nftsim does not model (docs/simulator-limits.md). */
+  /** Broadcast and multicast destinations of received packets: for IPv4 eth1's subnet
+   * broadcast, the limited broadcast and all hosts (delivered), and a group the host is not in
+   * (dropped); for IPv6 all nodes, all routers (delivered) and a solicited-node group (dropped:
+   * the harness's NOARP veths join none, where nftsim takes an interface to do as one with ARP
+   * does). */
   readonly broadcast: readonly string[];
   readonly prefixes: readonly [string, string, string, string];
   readonly range: string;
@@ -59,7 +61,7 @@ export const ADDRESSES: Readonly<Record<AddressFamily, FamilyAddresses>> = {
     client: ['2001:db8:1::1', '2001:db8:1::10', '2001:db8:1::77'],
     server: ['2001:db8:2::10', '2001:db8:2::20', '2001:db8:2::30'],
     unroutable: '2001:db8:3::5',
-    broadcast: [],
+    broadcast: ['ff02::1', 'ff02::2', 'ff02::1:ff00:99', 'ff02::fb'],
     prefixes: ['2001:db8:1::/64', '2001:db8:2::/120', '2001:db8:2::10/124', 'fd00::/8'],
     range: '2001:db8:2::15-2001:db8:2::25',
     setElements: ['2001:db8:1::1', '2001:db8:1::10', '2001:db8:2::20', '2001:db8:2::30', '2001:db8:2::80/121', 'fd00::/8'],

@@ -64,6 +64,30 @@ describe('paths and the routing decision', () => {
     expect(simulateOne('', { iif: 'eth0', src: '0.0.0.0', dst: '255.255.255.255', protocol: 'udp', sport: 68, dport: 67 }).reason ?? '').not.toMatch(/martian/);
   });
 
+  // IPv6 groups every interface joins: all nodes, the solicited-node group of each of its
+  // addresses (eth0 has 2001:db8::10/64), and on a router all routers and the solicited-node
+  // group of the subnet-router anycast address (2001:db8::); any other group is dropped
+  // (ip6_mc_input). The host forwards. (Checked with `ip maddr` on a veth with ARP on: the
+  // kernel rows' NOARP veths join no solicited-node group.)
+  it.each([
+    ['all nodes', 'ff02::1', 'delivered'],
+    ['the solicited-node group of eth0\'s address', 'ff02::1:ff00:10', 'delivered'],
+    ['the solicited-node group of the subnet-router anycast address', 'ff02::1:ff00:0', 'delivered'],
+    ['the solicited-node group of another address', 'ff02::1:ff00:11', 'dropped'],
+    ['all routers (link-local)', 'ff02::2', 'delivered'],
+    ['all routers (site-local)', 'ff05::2', 'delivered'],
+    ['a group the host is not in', 'ff02::fb', 'dropped'],
+  ] as const)('an IPv6 packet to %s', (_name, dst, disposition) => {
+    const o = simulateOne('', { iif: 'eth0', src: '2001:db8::99', dst, protocol: 'udp', sport: 40000, dport: 5000 });
+    expect(o.disposition).toBe(disposition);
+    if (disposition === 'dropped') expect(o.reason).toBe(`multicast group ${dst} not joined on eth0 (nftsim knows only the groups every interface joins)`);
+  });
+
+  it('all routers is not joined when the host does not forward', () => {
+    const o = simulateOne('', { iif: 'eth0', src: '2001:db8::99', dst: 'ff02::2', protocol: 'udp', sport: 40000, dport: 5000 }, { ...HOST, forwarding: false });
+    expect(o.disposition).toBe('dropped');
+  });
+
   // IPv4 broadcast and multicast destinations, with a default route that would forward them:
   // a broadcast route of the local table (the limited broadcast, each subnet's broadcast
   // address) goes to brd_input, delivered whichever interface the packet came in on; a group
@@ -77,7 +101,7 @@ describe('paths and the routing decision', () => {
     ['a subnet\'s network address, a unicast one', { src: '192.0.2.99', dst: '100.64.0.0' }, 'forwarded', undefined],
     ['all hosts', { src: '192.0.2.99', dst: '224.0.0.1' }, 'delivered', undefined],
     ['all hosts from 0.0.0.0', { src: '0.0.0.0', dst: '224.0.0.1' }, 'delivered', undefined],
-    ['a group the host is not in', { src: '192.0.2.99', dst: '224.0.0.251' }, 'dropped', 'multicast group 224.0.0.251 not joined (nftsim takes the host to be in 224.0.0.1 only)'],
+    ['a group the host is not in', { src: '192.0.2.99', dst: '224.0.0.251' }, 'dropped', 'multicast group 224.0.0.251 not joined on eth0 (nftsim knows only the groups every interface joins)'],
     ['all hosts from the host\'s own address', { src: '192.0.2.10', dst: '224.0.0.1' }, 'dropped', "martian source 192.0.2.10 (the host's own address arriving on eth0)"],
     ['all hosts from a multicast address', { src: '224.0.0.9', dst: '224.0.0.1' }, 'dropped', 'martian source 224.0.0.9 (a multicast address arriving on eth0)'],
   ] as const)('a UDP packet to %s', (_name, addresses, disposition, reason) => {
