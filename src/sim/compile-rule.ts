@@ -165,11 +165,11 @@ function compiledLoc(arena: CodeArena, start: number, ctx: SimContext): Loc {
 }
 
 // Instructions: the opcode, the statement's position in its rule (stmtAt: what the instruction
-// reads of its statement when a packet first reaches it, and what evaluateRule reports when it is
-// not modelled), then the operands. Unsigned
-// 32-bit operands (field arguments, constants) are kept as int32 and read back with `>>> 0`; the
-// bit operations take them either way. A kube-proxy rule's code is 40 numbers or fewer, in
-// 160 bytes: a third of what it took as doubles, and fewer cache lines for a packet to read.
+// reads of its statement when a packet first reaches it, and what runCompiledRule reports when it
+// is not modelled), then the operands. Unsigned 32-bit operands (field arguments, constants) are
+// kept as int32 and read back with `>>> 0`; the bit operations take them either way. A
+// kube-proxy rule's code is 40 numbers or fewer, in 160 bytes: a third of what it took as
+// doubles, and fewer cache lines for a packet to read.
 const END = 0;
 /** [TEST, k, field, arg, arg2, cmp, x, y]: a field compared. */
 const TEST = 1;

@@ -4,8 +4,8 @@
 
 import type { Expr, Literal, NamedSet, Relational } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
-import { familyBits, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
-import { isBroadcastAddress, lookupRoute } from './host.js';
+import { familyBits, formatAddress, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
+import { isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute } from './host.js';
 import { CT_STATE_BITS } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
@@ -369,7 +369,7 @@ function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValu
       // A local address has no output interface: the lookup gives RTN_LOCAL and the result stays
       // 0 (nft_fib4.c "Should not see RTN_LOCAL here", nft_fib6.c RTF_LOCAL).
       if (localInterfaceAt(ctx, address)) return none;
-      const dev = lookupRoute(ctx.host, address)?.dev;
+      const dev = isIpv6LinkLocal(address) ? linkLocalRouteDev(flags, ctx) : isMulticastAddress(address) && address.family === 'ip6' ? multicastBeyondLink(address) : lookupRoute(ctx.host, address)?.dev;
       // `fib saddr . iif oif`: the result counts only when the route goes through the input
       // interface (nft_fib4.c: NFTA_FIB_F_IIF, fib_info_nh_uses_dev).
       if (dev === undefined || (flags.includes('iif') && dev !== ctx.iif)) return none;
@@ -378,6 +378,20 @@ function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValu
     default:
       throw new NotModelled(`fib ${expr.result}`);
   }
+}
+
+/** nft_fib6_flowi_init pins the lookup of a link-local address (fe80::/10, ff02::/16) to one
+ * interface (RT6_LOOKUP_F_IFACE): the `iif` or `oif` the expression names, else the packet's
+ * device (the input one until postrouting). Every interface with an IPv6 address has its
+ * fe80::/64 and ff00::/8 routes, so the result is that interface when it has one. */
+function linkLocalRouteDev(flags: readonly string[], ctx: SimContext): string | undefined {
+  const dev = flags.includes('iif') ? ctx.iif : flags.includes('oif') || ctx.hook === 'output' || ctx.hook === 'postrouting' ? ctx.oif : ctx.iif;
+  const iface = dev === undefined ? undefined : ctx.host.interfaces.find((i) => i.name === dev);
+  return iface?.addresses.some((c) => c.family === 'ip6') ? dev : undefined;
+}
+
+function multicastBeyondLink(address: Address): never {
+  throw new NotModelled(`fib oif of ${formatAddress(address)}: the kernel picks among the ff00::/8 routes of every interface`);
 }
 
 /** The data of an anonymous map whose type only its user gives (`dnat to ip daddr map { 10.0.0.1

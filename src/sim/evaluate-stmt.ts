@@ -552,24 +552,24 @@ export interface NatPlan {
   /** The literal port as the packet gets it and as the NAT event shows it. */
   readonly constantPortNumber: number | undefined;
   readonly constantPortText: string | undefined;
-  /** The address the last packet was rewritten to and its text, made from `from`: the literal
-   * address for a family (every packet's, but in an inet table), or the host address masquerade
-   * or redirect took (the same for the packets through one interface). An address is never
-   * changed once made, so packets share it. */
+  /** The address a literal, masquerade or redirect last rewrote a packet to, and its text, kept
+   * for what it was made for (`madeFor`): the literal address for a family (every packet's, but
+   * in an inet table), or the host address masquerade or redirect took (the same for the packets
+   * through one interface). An address is never changed once made, so packets share it. */
   to: NatTo | undefined;
 }
 
 interface NatTo {
-  readonly from: AddressFamily | Address;
+  readonly madeFor: AddressFamily | Address;
   readonly address: Address;
   readonly text: string;
 }
 
-/** `plan.to` when made from `from`, else a new one kept there. */
-function natTo(plan: NatPlan, from: AddressFamily | Address, family: AddressFamily, n: bigint): NatTo {
-  if (plan.to?.from === from) return plan.to;
+/** `plan.to` when made for `madeFor`, else a new one kept there. */
+function natTo(plan: NatPlan, madeFor: AddressFamily | Address, family: AddressFamily, n: bigint): NatTo {
+  if (plan.to?.madeFor === madeFor) return plan.to;
   const address: Address = { family, n };
-  return (plan.to = { from, address, text: formatAddress(address) });
+  return (plan.to = { madeFor, address, text: formatAddress(address) });
 }
 
 /** Where redirect sends a locally generated packet (nf_nat_redirect.c: the loopback address). */

@@ -224,6 +224,8 @@ export const PACKET_TYPE = { host: 0, broadcast: 1, multicast: 2 } as const;
  * broadcast MAC, anything else (a broadcast address of another subnet too, which is routed to
  * the node) to the interface's own MAC. */
 export function linkPacketType(host: Host, ifname: string, address: Address): number {
+  // Through lo every frame is the host's (eth_type_trans with lo's zero MAC).
+  if (ifname === 'lo') return PACKET_TYPE.host;
   if (isMulticastAddress(address)) return PACKET_TYPE.multicast;
   if (!mayBeBroadcast(address)) return PACKET_TYPE.host;
   if (address.n === LIMITED_BROADCAST) return PACKET_TYPE.broadcast;
@@ -235,31 +237,49 @@ const LIMITED_BROADCAST = 0xffffffffn;
 
 /** 224.0.0.0/4, ff00::/8. */
 export function isMulticastAddress(address: Address): boolean {
-  return address.family === 'ip' ? Number(address.n) >>> 28 === 0xe : address.n >> 120n === 0xffn;
+  return address.family === 'ip' ? Number(address.n) >>> 28 === 0xe : address.n >= IPV6_MULTICAST;
+}
+
+const IPV6_MULTICAST = 0xff000000000000000000000000000000n;
+
+/** An IPv6 address of link-local scope: fe80::/10, or a multicast group of scope 2 (ff02::/16,
+ * ff12::/16, …), which routing looks up on one interface only (ipv6_addr_type). */
+export function isIpv6LinkLocal(address: Address): boolean {
+  if (address.family !== 'ip6') return false;
+  const top = Number(address.n >> 112n);
+  return (top & 0xffc0) === 0xfe80 || ((top & 0xff00) === 0xff00 && (top & 0xf) === 2);
+}
+
+/** Whether the subnet-router anycast address of `c` (its prefix, not ::) has these low 24 bits. */
+function isSolicitedByAnycast(c: Cidr, low: bigint): boolean {
+  const anycast = c.n & prefixMask(128, c.prefix);
+  return anycast !== 0n && (anycast & 0xffffffn) === low;
 }
 
 const IPV4_ALL_HOSTS = 0xe0000001n;
 const IPV6_ALL_NODES = 0xff020000000000000000000000000001n;
-const IPV6_ALL_ROUTERS = [0xff020000000000000000000000000002n, 0xff050000000000000000000000000002n];
+const IPV6_ALL_ROUTERS = 0xff020000000000000000000000000002n;
 /** ff02::1:ff00:0/104, followed by the low 24 bits of the address a solicited-node group is for. */
 const IPV6_SOLICITED_NODE = 0xff0200000000000000000001ff000000n;
 
 /** Whether interface `ifname` is in the multicast group: the groups the kernel joins on every
  * interface by itself, since the host description lists no memberships. IPv4 all hosts
  * (224.0.0.1, ip_mc_up); IPv6 all nodes (ff02::1), the solicited-node group of each of the
- * interface's addresses (addrconf_join_solict), and on a router all routers (ff02::2, ff05::2)
- * and the solicited-node group of each subnet-router anycast address, the prefix of an address
- * shorter than /127 (addrconf_join_anycast). Checked on Linux 6.18 with `ip maddr` on a veth. */
+ * interface's addresses (addrconf_join_solict), and on a router link-local all routers
+ * (ff02::2; ipv6_add_dev joins only it on an interface made while forwarding is on, ff05::2 too
+ * only when forwarding is switched on later) and the solicited-node group of each subnet-router
+ * anycast address, the prefix of an address shorter than /127 (addrconf_join_anycast). Checked
+ * on Linux 6.18 with `ip maddr` on a veth. */
 export function joinsGroup(host: Host, ifname: string, group: Address): boolean {
   if (group.family === 'ip') return group.n === IPV4_ALL_HOSTS;
   if (group.n === IPV6_ALL_NODES) return true;
-  if (host.forwarding && IPV6_ALL_ROUTERS.includes(group.n)) return true;
+  if (host.forwarding && group.n === IPV6_ALL_ROUTERS) return true;
   if (group.n >> 24n !== IPV6_SOLICITED_NODE >> 24n) return false;
   const low = group.n & 0xffffffn;
   const iface = host.interfaces.find((i) => i.name === ifname);
   return (
     iface?.addresses.some(
-      (c) => c.family === 'ip6' && ((c.n & 0xffffffn) === low || (host.forwarding && c.prefix < 127 && (c.n & prefixMask(128, c.prefix) & 0xffffffn) === low)),
+      (c) => c.family === 'ip6' && ((c.n & 0xffffffn) === low || (host.forwarding && c.prefix < 127 && isSolicitedByAnycast(c, low))),
     ) ?? false
   );
 }

@@ -607,6 +607,9 @@ COMMIT
         // harness's veths are NOARP, which join no solicited-node group: addrconf_join_solict.)
         ['all nodes', 'ff02::1', 'delivered'],
         ['all routers', 'ff02::2', 'delivered'],
+        // The harness turns forwarding on before it makes the interfaces: ipv6_add_dev joins
+        // only ff02::2 then.
+        ['site-local all routers', 'ff05::2', 'dropped'],
         ['the solicited-node group of another address', 'ff02::1:ff00:99', 'dropped'],
         ['a group the host is not in', 'ff02::fb', 'dropped'],
       ] as const
@@ -615,6 +618,14 @@ COMMIT
       rulesets: [markEachHook],
       packet: { iif: 'eth0', src: '2001:db8:1::1', dst, protocol: 'udp', sport: 40000, dport: 5000 } as const,
     })),
+    {
+      // nft_fib6_flowi_init pins the lookup of a link-local address (ff02::1 too) to the
+      // packet's device: its ff00::/8 route gives eth0 (seed 1890587189 of npm run test:kernel,
+      // case 1660). nftsim found no route.
+      name: 'fib daddr oif of ff02::1 arriving on eth0 is eth0',
+      rulesets: [nft('table ip6 t {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    fib daddr oif missing meta mark set 0x1\n    fib daddr oif "eth0" meta mark set mark or 0x2\n  }\n}\n')],
+      packet: { iif: 'eth0', src: '2001:db8:1::1', dst: 'ff02::1', protocol: 'udp', sport: 40000, dport: 5000 },
+    },
     {
       // ip_forward drops what did not come to the node's MAC (skb->pkt_type): a multicast or
       // broadcast packet DNATed to a server is not forwarded (seed 691790243 of npm run

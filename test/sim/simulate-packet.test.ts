@@ -74,8 +74,9 @@ describe('paths and the routing decision', () => {
     ['the solicited-node group of eth0\'s address', 'ff02::1:ff00:10', 'delivered'],
     ['the solicited-node group of the subnet-router anycast address', 'ff02::1:ff00:0', 'delivered'],
     ['the solicited-node group of another address', 'ff02::1:ff00:11', 'dropped'],
-    ['all routers (link-local)', 'ff02::2', 'delivered'],
-    ['all routers (site-local)', 'ff05::2', 'delivered'],
+    ['all routers', 'ff02::2', 'delivered'],
+    // ipv6_add_dev joins only ff02::2 on an interface made while forwarding is on.
+    ['site-local all routers', 'ff05::2', 'dropped'],
     ['a group the host is not in', 'ff02::fb', 'dropped'],
   ] as const)('an IPv6 packet to %s', (_name, dst, disposition) => {
     const o = simulateOne('', { iif: 'eth0', src: '2001:db8::99', dst, protocol: 'udp', sport: 40000, dport: 5000 });
@@ -83,9 +84,32 @@ describe('paths and the routing decision', () => {
     if (disposition === 'dropped') expect(o.reason).toBe(`multicast group ${dst} not joined on eth0 (nftsim knows only the groups every interface joins)`);
   });
 
-  it('all routers is not joined when the host does not forward', () => {
-    const o = simulateOne('', { iif: 'eth0', src: '2001:db8::99', dst: 'ff02::2', protocol: 'udp', sport: 40000, dport: 5000 }, { ...HOST, forwarding: false });
-    expect(o.disposition).toBe('dropped');
+  it.each([
+    ['all routers', 'ff02::2'],
+    ['the solicited-node group of the subnet-router anycast address', 'ff02::1:ff00:0'],
+  ])('%s is not joined when the host does not forward', (_name, dst) => {
+    const o = simulateOne('', { iif: 'eth0', src: '2001:db8::99', dst, protocol: 'udp', sport: 40000, dport: 5000 }, { ...HOST, forwarding: false });
+    expect(o.reason).toBe(`multicast group ${dst} not joined on eth0 (nftsim knows only the groups every interface joins)`);
+  });
+
+  // nft_fib6_flowi_init pins the lookup of a link-local address to the packet's interface:
+  // eth0 has ff00::/8 (it has an IPv6 address), wt0 has no IPv6 address and so no such route.
+  // Other multicast scopes pick among every interface's route: not modelled.
+  it.each([
+    ['ff02::1 from eth0', 'eth0', '2001:db8::99', 'ff02::1', 'continue'],
+    ['fe80::1 from eth0', 'eth0', '2001:db8::99', 'fe80::1', 'continue'],
+  ])('fib daddr oif of %s is the input interface', (_name, iif, src, dst, verdict) => {
+    const text = 'table ip6 t {\n\tchain pre { type filter hook prerouting priority 0; fib daddr oif "eth0" meta mark set 0x1; }\n}\n';
+    const o = simulateOne(text, { iif, src, dst, protocol: 'udp', sport: 40000, dport: 5000 });
+    expect(o.trace.filter((e) => e.kind === 'rule').map((e) => e.verdict)).toEqual([verdict]);
+    expect(o.trace[0]!.mark).toBe('0x00000001');
+  });
+
+  it('fib daddr oif of a multicast group beyond link scope is not modelled', () => {
+    const text = 'table ip6 t {\n\tchain pre { type filter hook prerouting priority 0; fib daddr oif "eth0" meta mark set 0x1; }\n}\n';
+    const o = simulateOne(text, { iif: 'eth0', src: '2001:db8::99', dst: 'ff05::1:3', protocol: 'udp', sport: 40000, dport: 5000 });
+    expect(o.trace.map((e) => e.kind)).toContain('unsupported');
+    expect(o.uncertain).toBe(true);
   });
 
   // IPv4 broadcast and multicast destinations, with a default route that would forward them:
@@ -326,6 +350,11 @@ describe('conntrack', () => {
   ])('before conntrack: %s', (_name, raw, mark) => {
     const text = `table ip t {\n\tchain raw { type filter hook prerouting priority -300; ${raw}; }\n\tchain later { type filter hook prerouting priority -150; ct state untracked meta mark set 0x1; }\n}\n`;
     expect(simulateOne(text, LOCAL).mark).toBe(mark);
+  });
+
+  it('ct zone set after notrack: conntrack tracks the packet, new, in the zone', () => {
+    const text = `table ip t {\n\tchain raw { type filter hook prerouting priority -300; notrack ct zone set 1; }\n\tchain later { type filter hook prerouting priority -150; ct state new ct zone 1 meta mark set 0x1; }\n}\n`;
+    expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
   });
 
   // A first SYN-ACK gets no conntrack entry, so `ct mark` has no value. nft's `meta mark set ct
