@@ -265,7 +265,9 @@ function buildTopology(host: KernelHost, node: string, peers: ReadonlyMap<string
  * sender on the link sets it: the group's MAC for a multicast address (RFC 1112, RFC 2464), the
  * broadcast MAC for the limited broadcast and the broadcast address of one of the interface's
  * subnets, else undefined (the node's own MAC). The kernel reads skb->pkt_type (`meta pkttype`)
- * from it; nftsim gives a received packet the same (src/sim/host.ts linkPacketType).
+ * from it; nftsim gives a received packet the same (src/sim/host.ts linkPacketType). Which MAC a
+ * sender picks is this rule and nftsim's alike, not the kernel's: the kernel rows check how the
+ * kernel reads the frame, and what it then does with the packet.
  */
 function linkDestination(iface: HostInterface, dst: string): string | undefined {
   const bytes = encodeAddress(dst);
