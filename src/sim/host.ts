@@ -250,12 +250,6 @@ export function isIpv6LinkLocal(address: Address): boolean {
   return (top & 0xffc0) === 0xfe80 || ((top & 0xff00) === 0xff00 && (top & 0xf) === 2);
 }
 
-/** Whether the subnet-router anycast address of `c` (its prefix, not ::) has these low 24 bits. */
-function isSolicitedByAnycast(c: Cidr, low: bigint): boolean {
-  const anycast = c.n & prefixMask(128, c.prefix);
-  return anycast !== 0n && (anycast & 0xffffffn) === low;
-}
-
 const IPV4_ALL_HOSTS = 0xe0000001n;
 const IPV6_ALL_NODES = 0xff020000000000000000000000000001n;
 const IPV6_ALL_ROUTERS = 0xff020000000000000000000000000002n;
@@ -282,6 +276,12 @@ export function joinsGroup(host: Host, ifname: string, group: Address): boolean 
       (c) => c.family === 'ip6' && ((c.n & 0xffffffn) === low || (host.forwarding && c.prefix < 127 && isSolicitedByAnycast(c, low))),
     ) ?? false
   );
+}
+
+/** Whether the subnet-router anycast address of `c` (its prefix, not ::) has these low 24 bits. */
+function isSolicitedByAnycast(c: Cidr, low: bigint): boolean {
+  const anycast = c.n & prefixMask(128, c.prefix);
+  return anycast !== 0n && (anycast & 0xffffffn) === low;
 }
 
 /** An IPv4 broadcast address ends in two set bits at least: most addresses are told apart by that
