@@ -224,9 +224,11 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
     case 'queue':
       return PLAIN_RESULTS.queue;
     case 'notrack':
-      // Only before conntrack looked the packet up (raw priority); later it has an entry, and so
-      // it has after `ct zone set` attached a template (nft_notrack_eval leaves a packet with one).
-      if (!ctx.ctAttached && !ctx.zoneTemplate && ctx.ct.state !== 'untracked') {
+      // nft_notrack_eval leaves a packet that has an entry: after conntrack found or made one, or
+      // `ct zone set` attached a template. Before conntrack, and after it for a packet it found
+      // invalid (which it leaves without one), the packet becomes untracked (kernel-checked).
+      const hasEntry = ctx.ctAttached ? ctx.ct.state !== 'invalid' : ctx.zoneTemplate;
+      if (!hasEntry && ctx.ct.state !== 'untracked') {
         ctx.untrackedFrom = ctx.ct.state;
         ctx.ct.state = 'untracked';
       }

@@ -352,6 +352,15 @@ describe('conntrack', () => {
     expect(simulateOne(text, LOCAL).mark).toBe(mark);
   });
 
+  // After conntrack, notrack untracks only a packet it found invalid: that one has no entry.
+  it.each([
+    ['a first SYN-ACK (invalid)', 'syn,ack', '0x00000001'],
+    ['a first SYN (new, with an entry)', 'syn', '0x00000000'],
+  ])('notrack after conntrack on %s', (_name, tcpFlags, mark) => {
+    const text = `table ip t {\n\tchain late { type filter hook prerouting priority -150; notrack; }\n\tchain later { type filter hook prerouting priority -100; ct state untracked meta mark set 0x1; }\n}\n`;
+    expect(simulateOne(text, { ...LOCAL, tcpFlags }).mark).toBe(mark);
+  });
+
   it('ct zone set after notrack: conntrack tracks the packet, new, in the zone', () => {
     const text = `table ip t {\n\tchain raw { type filter hook prerouting priority -300; notrack ct zone set 1; }\n\tchain later { type filter hook prerouting priority -150; ct state new ct zone 1 meta mark set 0x1; }\n}\n`;
     expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
