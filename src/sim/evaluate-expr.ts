@@ -247,15 +247,14 @@ function addressTypeAt(ctx: SimContext, a: Address): number {
 
 function addressType(ctx: SimContext, a: Address): number {
   if (isLocal(ctx, a)) return 2;
+  if (isMulticastAddress(a)) return 5;
   if (a.family === 'ip') {
     // ipv4_is_zeronet (0.0.0.0) is RTN_BROADCAST too (__inet_dev_addr_type).
     if (a.n === 0n || isBroadcastAddress(ctx.host, a)) return 3;
-    if (a.n >> 28n === 0xen) return 5;
     // Anything else is unicast, routed or not: nft_fib4_eval_type asks inet_dev_addr_type, which
     // looks in the local table only (fib_frontend.c __inet_dev_addr_type).
     return 1;
   }
-  if (a.n >> 120n === 0xffn) return 5;
   // IPv6 routes the address (nft_fib6.c __nft_fib6_eval_type): no route is RTN_UNREACHABLE.
   return lookupRoute(ctx.host, a) ? 1 : 7;
 }

@@ -233,7 +233,8 @@ export function linkPacketType(host: Host, ifname: string, address: Address): nu
   return iface && isSubnetBroadcast(iface.addresses, address) ? PACKET_TYPE.broadcast : PACKET_TYPE.host;
 }
 
-const LIMITED_BROADCAST = 0xffffffffn;
+/** 255.255.255.255 (ipv4_is_lbcast). */
+export const LIMITED_BROADCAST = 0xffffffffn;
 
 /** 224.0.0.0/4, ff00::/8. */
 export function isMulticastAddress(address: Address): boolean {

@@ -5,7 +5,7 @@ import { formatAddress, type Address } from './address.js';
 import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint } from './evaluate-stmt.js';
-import { isBroadcastAddress, isMulticastAddress, joinsGroup, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
+import { isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { protocolName, readPacket, type Packet, type PacketInput } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
@@ -469,8 +469,9 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
  * broadcast (or from and to 0.0.0.0, brd_input, which checks only a source other than 0.0.0.0),
  * a source or destination 0.0.0.0, a loopback destination or source (route_localnet off); and a
  * source that is one of the host's own addresses (fib_validate_source: inet_lookup_ifaddr_rcu
- * finds it, with rp_filter and accept_local off as in a new namespace). A packet coming back in through lo
- * keeps the route it left with. */
+ * finds it, with rp_filter and accept_local off as in a new namespace). A packet coming back in
+ * through lo keeps the route it left with. Multicast destinations have their own checks
+ * (multicastReason). */
 function martianReason(ctx: SimContext): string | undefined {
   const { src, dst } = ctx.pkt;
   if (src.family !== 'ip' || ctx.iif === 'lo') return undefined;
@@ -515,7 +516,6 @@ function martian(which: 'source' | 'destination', address: Address, what: string
   return `martian ${which} ${formatAddress(address)} (${what} arriving on ${ctx.iif})`;
 }
 
-const LIMITED_BROADCAST = 0xffffffffn;
 
 /** A locally generated packet: routed first (the socket's route), output, re-routed when output
  * changed the destination (ip_route_me_harder, nf_nat_ipv4_local_fn), then postrouting. */
