@@ -430,8 +430,12 @@ function endingOf(result: ChainResult): Ending {
 /** A packet arriving on iif: ingress, prerouting, the routing decision, then input or forward
  * and postrouting. */
 function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
-  const early = runHook(ctx, 'ingress') ?? runHook(ctx, 'prerouting');
-  if (early) return early;
+  const ingress = runHook(ctx, 'ingress');
+  if (ingress) return ingress;
+  const malformed = ipv6HeaderReason(ctx);
+  if (malformed) return { disposition: 'dropped', verdict: 'drop', reason: malformed };
+  const prerouting = runHook(ctx, 'prerouting');
+  if (prerouting) return prerouting;
   const dst = ctx.pkt.dst;
   // Multicast is routed apart (ip_route_input_rcu → ip_route_input_mc, ip6_mc_input), before
   // the checks of ip_route_input_slow.
@@ -511,6 +515,27 @@ function multicastReason(ctx: SimContext): string | undefined {
   if (src.n !== 0n && localInterfaceOf(ctx.host, src)) return martian('source', src, "the host's own address", ctx);
   return undefined;
 }
+
+/** Why ip6_rcv_core drops a received IPv6 packet before NF_INET_PRE_ROUTING (RFC 4291's rules,
+ * in its order): a loopback source or destination arriving on another device than lo; a group of
+ * interface-local scope arriving on another device; a group of the reserved scope 0; a multicast
+ * source. A v4-mapped source passes (the kernel tests confirm). */
+function ipv6HeaderReason(ctx: SimContext): string | undefined {
+  const { src, dst } = ctx.pkt;
+  if (src.family !== 'ip6') return undefined;
+  const fromLo = ctx.iif === 'lo';
+  const dropped = (what: string): string => `dropped by ip6_rcv_core before prerouting: ${what} arriving on ${ctx.iif}`;
+  if (!fromLo && (src.n === IPV6_LOOPBACK || dst.n === IPV6_LOOPBACK)) return dropped(`loopback ${src.n === IPV6_LOOPBACK ? 'source' : 'destination'}`);
+  if (isMulticastAddress(dst)) {
+    const scope = Number(dst.n >> 112n) & 0xf;
+    if (scope === 1 && !fromLo) return dropped(`interface-local group ${formatAddress(dst)}`);
+    if (scope === 0) return dropped(`group ${formatAddress(dst)} of the reserved scope 0`);
+  }
+  if (isMulticastAddress(src)) return dropped(`multicast source ${formatAddress(src)}`);
+  return undefined;
+}
+
+const IPV6_LOOPBACK = 1n;
 
 function martian(which: 'source' | 'destination', address: Address, what: string, ctx: SimContext): string {
   return `martian ${which} ${formatAddress(address)} (${what} arriving on ${ctx.iif})`;

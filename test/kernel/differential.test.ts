@@ -618,6 +618,27 @@ COMMIT
       rulesets: [markEachHook],
       packet: { iif: 'eth0', src: '2001:db8:1::1', dst, protocol: 'udp', sport: 40000, dport: 5000 } as const,
     })),
+    ...(
+      [
+        // ip6_rcv_core drops these before NF_INET_PRE_ROUTING: prerouting never sees them.
+        // nftsim ran prerouting and routed them.
+        ['from ::1', '::1', '2001:db8:1::10'],
+        ['to ::1', '2001:db8:1::1', '::1'],
+        ['to an interface-local group', '2001:db8:1::1', 'ff01::1'],
+        ['to a group of reserved scope 0', '2001:db8:1::1', 'ff00::1'],
+        ['from a multicast address', 'ff02::1', '2001:db8:1::10'],
+      ] as const
+    ).map(([what, src, dst]) => ({
+      name: `an IPv6 packet ${what} arriving on eth0 is dropped before prerouting`,
+      rulesets: [markEachHook],
+      packet: { iif: 'eth0', src, dst, protocol: 'udp', sport: 40000, dport: 5000 } as const,
+    })),
+    {
+      // Unlike the addresses above, a v4-mapped source passes ip6_rcv_core: delivered.
+      name: 'an IPv6 packet from a v4-mapped address arriving on eth0 is delivered',
+      rulesets: [markEachHook],
+      packet: { iif: 'eth0', src: '::ffff:192.0.2.1', dst: '2001:db8:1::10', protocol: 'udp', sport: 40000, dport: 5000 },
+    },
     {
       // conntrack leaves a packet it finds invalid without an entry, and nft_notrack_eval
       // untracks a packet without one, after conntrack too (seed 1903776022 of npm run

@@ -30,9 +30,10 @@ export interface FamilyAddresses {
   readonly unroutable: string;
   /** Broadcast and multicast destinations of received packets: for IPv4 eth1's subnet
    * broadcast, the limited broadcast and all hosts (delivered), and a group the host is not in
-   * (dropped); for IPv6 all nodes, all routers (delivered) and a solicited-node group (dropped:
+   * (dropped); for IPv6 all nodes, all routers (delivered), a solicited-node group (dropped:
    * the harness's NOARP veths join none, where nftsim takes an interface to do as one with ARP
-   * does). */
+   * does), a group the host is not in, and an interface-local group (dropped by ip6_rcv_core,
+   * before prerouting). */
   readonly broadcast: readonly string[];
   readonly prefixes: readonly [string, string, string, string];
   readonly range: string;
@@ -61,7 +62,7 @@ export const ADDRESSES: Readonly<Record<AddressFamily, FamilyAddresses>> = {
     client: ['2001:db8:1::1', '2001:db8:1::10', '2001:db8:1::77'],
     server: ['2001:db8:2::10', '2001:db8:2::20', '2001:db8:2::30'],
     unroutable: '2001:db8:3::5',
-    broadcast: ['ff02::1', 'ff02::2', 'ff02::1:ff00:99', 'ff02::fb'],
+    broadcast: ['ff02::1', 'ff02::2', 'ff02::1:ff00:99', 'ff02::fb', 'ff01::1'],
     prefixes: ['2001:db8:1::/64', '2001:db8:2::/120', '2001:db8:2::10/124', 'fd00::/8'],
     range: '2001:db8:2::15-2001:db8:2::25',
     setElements: ['2001:db8:1::1', '2001:db8:1::10', '2001:db8:2::20', '2001:db8:2::30', '2001:db8:2::80/121', 'fd00::/8'],

@@ -84,6 +84,31 @@ describe('paths and the routing decision', () => {
     if (disposition === 'dropped') expect(o.reason).toBe(`multicast group ${dst} not joined on eth0 (nftsim knows only the groups every interface joins)`);
   });
 
+  // ip6_rcv_core drops these before NF_INET_PRE_ROUTING (RFC 4291 2.5.3, 2.7, errata 3480):
+  // ingress sees them, prerouting does not. A v4-mapped source passes. (Kernel rows:
+  // test/kernel/differential.test.ts.)
+  it.each([
+    ['a loopback source', { src: '::1', dst: '2001:db8::10' }, 'loopback source'],
+    ['a loopback destination', { src: '2001:db8::99', dst: '::1' }, 'loopback destination'],
+    ['an interface-local group', { src: '2001:db8::99', dst: 'ff01::1' }, 'interface-local group ff01::1'],
+    ['a group of scope 0', { src: '2001:db8::99', dst: 'ff00::1' }, 'group ff00::1 of the reserved scope 0'],
+    ['a multicast source', { src: 'ff02::1', dst: '2001:db8::10' }, 'multicast source ff02::1'],
+    ['a v4-mapped source', { src: '::ffff:192.0.2.99', dst: '2001:db8::10' }, undefined],
+  ] as const)('an IPv6 packet with %s on eth0', (_name, addresses, what) => {
+    const text = 'table netdev d {\n\tchain in { type filter hook ingress device "eth0" priority 0; meta mark set 0x1; }\n}\ntable ip6 t {\n\tchain pre { type filter hook prerouting priority 0; meta mark set mark or 0x2; }\n}\n';
+    const o = simulateOne(text, { iif: 'eth0', ...addresses, protocol: 'udp', sport: 40000, dport: 5000 });
+    if (what === undefined) return expect(o).toMatchObject({ disposition: 'delivered', mark: '0x00000003' });
+    expect(o).toMatchObject({ disposition: 'dropped', reason: `dropped by ip6_rcv_core before prerouting: ${what} arriving on eth0`, mark: '0x00000001' });
+  });
+
+  // From lo (a packet the node sent itself), loopback addresses and interface-local groups pass.
+  it.each([
+    ['::1', '::1'],
+    ['2001:db8::10', 'ff01::1'],
+  ])('an IPv6 packet from %s to %s coming back in through lo passes ip6_rcv_core', (src, dst) => {
+    expect(simulateOne('', { iif: 'lo', src, dst, protocol: 'udp', sport: 40000, dport: 5000 }).reason ?? '').not.toMatch(/ip6_rcv_core/);
+  });
+
   it.each([
     ['all routers', 'ff02::2'],
     ['the solicited-node group of the subnet-router anycast address', 'ff02::1:ff00:0'],
