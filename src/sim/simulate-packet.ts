@@ -260,15 +260,17 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
     const isNat = entry.chain.base?.type === 'nat';
     const slot = isNat && natSlot !== undefined ? natSlot : entry.priority;
     if (conntrackAt !== undefined && slot > conntrackAt && !ctx.ctAttached) attachConntrack(ctx, tracked);
+    // The NAT hook: at its first nat chain or, without one at this hook, before the chains of a
+    // later slot.
+    if (manip && natSlot !== undefined && !natHookReached && (isNat || slot > natSlot)) {
+      natHookReached = true;
+      applyMapping(ctx, manip);
+    }
     // Past the NAT hook: a chain of a later slot, or one after the nat chains in the same slot
     // (registered before the NAT hook, so run after it).
     if (natSlot !== undefined && !natHookPassed && (slot > natSlot || (natHookReached && !isNat))) {
       natHookPassed = true;
       setNullBinding(ctx, manip);
-    }
-    if (isNat && manip && !natHookReached) {
-      natHookReached = true;
-      applyMapping(ctx, manip);
     }
     if (isNat && !isNatConsulted(ctx, hook)) continue;
     const hadMapping = manip !== undefined && (ctx.natDone & NAT_DONE[manip]) !== 0;
@@ -280,6 +282,7 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
     return endingOf(result);
   }
   if (conntrackAt !== undefined && !ctx.ctAttached) attachConntrack(ctx, tracked);
+  if (manip && !natHookReached) applyMapping(ctx, manip);
   if (!natHookPassed) setNullBinding(ctx, manip);
   return undefined;
 }
@@ -342,7 +345,9 @@ function originalOf(entry: CtEntry): SimContext['ct']['original'] {
  * (nf_nat_core.c nf_nat_packet): the manipulation applies when the entry has the NAT of that
  * kind for this direction (IPS_DST_NAT for dst in the original direction, IPS_SRC_NAT for dst in
  * the reply direction, and the reverse for src), and rewrites the packet to the inverted tuple
- * of the other direction (nf_nat_manip_pkt). */
+ * of the other direction (nf_nat_manip_pkt). The NAT hooks are registered at every hook once the
+ * family has a nat chain at one (nf_nat_register_fn), so a reply is un-DNATed at postrouting
+ * with no nat chain there. */
 function applyMapping(ctx: SimContext, manip: NatManip): void {
   const entry = ctx.conn.entry;
   if (!entry || !hasConntrackEntry(ctx)) return;

@@ -15,7 +15,8 @@
 // maps, maps, dynamic sets, fib, meta keys, numgen and meta random, tcp flags, icmp types, dnat /
 // snat with address and port ranges and maps, redirect, masquerade with its flags). Packets:
 // IPv4 and IPv6, TCP with several flag sets, UDP and ICMP echo, from either side or locally
-// generated.
+// generated; half the TCP SYNs and UDP packets open a flow (the reply, then the client's
+// next packet), which meets the conntrack entry the first packet made.
 // Locally generated packets to a local address, and output DNAT / redirect to one, come back in
 // through lo (prerouting, input).
 import fc from 'fast-check';
@@ -23,7 +24,7 @@ import { arbitraryIptablesDump, renderIptablesDump, type GenIptablesDump } from 
 import { NAT_KINDS_AT, arbitraryNftRule, renderNamedSets, renderNftRule, type GenRule, type Hook, type TableFamily } from './arbitrary-nft-rule.js';
 import { ADDRESSES, type AddressFamily } from './generated-host.js';
 import type { KernelPacket } from './harness/craft-packet.js';
-import type { KernelRuleset } from './harness/kernel-harness.js';
+import { DEFAULT_SEQ, REPLY_SEQ, type KernelFlowPacket, type KernelRuleset } from './harness/kernel-harness.js';
 
 export { GENERATED_HOST } from './generated-host.js';
 
@@ -46,6 +47,8 @@ export interface GeneratedCase {
   readonly tables: readonly GenTable[];
   readonly iptables?: GenIptablesDump;
   readonly packet: KernelPacket;
+  /** Whether a TCP SYN or UDP packet opens a flow: its reply, then the client's next packet. */
+  readonly flow?: boolean;
 }
 
 /** A received packet's destination: a unicast one, or for a fifth a broadcast or multicast one. */
@@ -121,6 +124,7 @@ export const arbitraryCase: fc.Arbitrary<GeneratedCase> = fc.record(
     tables: fc.array(arbitraryTable, { minLength: 1, maxLength: 3 }),
     iptables: arbitraryIptablesDump,
     packet: fc.constantFrom<AddressFamily>('ip', 'ip6').chain(arbitraryPacket),
+    flow: fc.boolean(),
   },
   { requiredKeys: ['tables', 'packet'] },
 );
@@ -144,10 +148,22 @@ function renderTable(table: GenTable, index: number): string {
   return lines.join('\n');
 }
 
-/** The case's rulesets, one file per table and the iptables dump, loaded in order. */
-export function renderCase(testCase: GeneratedCase): { rulesets: (KernelRuleset & { file: string })[]; packet: KernelPacket } {
+/** The case's rulesets, one file per table and the iptables dump, loaded in order; its packet,
+ * and the packets of its flow when it opens one. */
+export function renderCase(testCase: GeneratedCase): { rulesets: (KernelRuleset & { file: string })[]; packet: KernelPacket; flow?: readonly KernelFlowPacket[] } {
   const tables: (KernelRuleset & { file: string })[] = testCase.tables.map((table, i) => ({ kind: 'nft', text: renderTable(table, i), file: `t${i}.nft` }));
   const dump = testCase.iptables && Object.keys(testCase.iptables.tables).length > 0 ? testCase.iptables : undefined;
   const rulesets = dump ? (dump.first ? [{ kind: 'iptables' as const, text: renderIptablesDump(dump), file: 'ipt.save' }, ...tables] : [...tables, { kind: 'iptables' as const, text: renderIptablesDump(dump), file: 'ipt.save' }]) : tables;
-  return { rulesets, packet: testCase.packet };
+  const flow = testCase.flow ? flowOf(testCase.packet) : undefined;
+  return { rulesets, packet: testCase.packet, ...(flow && { flow }) };
+}
+
+/** The flow a first packet opens: the packet, the reply from the peer that captured it, and the
+ * client's next packet: for TCP the handshake's ACK, in the windows of the harness's replies; for
+ * UDP the same datagram again. Other first packets open none (a reply to an ICMP echo is not
+ * something the harness crafts; TCP tracking refuses what follows an ACK, SYN-ACK, FIN or RST). */
+function flowOf(packet: KernelPacket): readonly KernelFlowPacket[] | undefined {
+  if (packet.protocol === 'udp') return [packet, { reply: true }, packet];
+  if (packet.protocol === 'tcp' && (packet.tcpFlags ?? 'syn') === 'syn') return [packet, { reply: true }, { ...packet, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 }];
+  return undefined;
 }

@@ -104,6 +104,18 @@ describe('NAT mappings across the packets of a flow', () => {
     expect(steps(ack!)).toEqual([]);
   });
 
+  // nf_nat_register_fn registers every NAT hook of the family once it has a nat chain at one:
+  // with a DNAT at prerouting only, the reply's source is still rewritten at postrouting.
+  it.each([
+    ['ip', 'dnat to 10.244.1.5', { ...SYN, protocol: 'udp' }, '192.0.2.10'],
+    ['ip6', 'dnat to [2001:db8::5]:8080', { iif: 'eth0', src: '2001:db8::99', dst: '2001:db8::10', protocol: 'udp', sport: 40000, dport: 80 }, '2001:db8::10'],
+  ] as const)('undoes a %s DNAT on the reply at postrouting, where no nat chain is', (family, dnat, first, server) => {
+    const text = `table ${family} nat {\n  chain pre { type nat hook prerouting priority dstnat; policy accept; ${dnat} }\n}`;
+    const [, reply] = only(text, [first, { reply: true }]);
+    expect(reply!.packet).toMatchObject({ src: server, sport: 80, dst: first.src });
+    expect(reply!.nat.map((n) => [n.type, n.conntrack])).toEqual([['dnat', 'reply']]);
+  });
+
   it('opens no connection for a dropped packet: the next one is new and meets the nat chains again', () => {
     const text = `${NAT}\ntable ip f { chain fwd { type filter hook forward priority 0; meta mark 0x1 drop } }`;
     const [dropped, again] = only(text, [{ ...SYN, mark: 1 }, SYN]);

@@ -61,6 +61,10 @@ export interface KernelFlowCase {
   readonly rulesets: readonly KernelRuleset[];
   /** The initial mark of packets from outside is the first packet's (one trace table for all). */
   readonly packets: readonly KernelFlowPacket[];
+  /** End the flow after a packet the kernel dropped (TCP tracking would hold the connection's
+   * later packets invalid), or before a reply to a packet no peer captured (it has no sender).
+   * Without it, a reply to such a packet is an error. */
+  readonly endAtLoss?: boolean;
 }
 
 export interface KernelFlowResult {
@@ -416,6 +420,8 @@ class CaseRunner {
     await this.agent.request({ op: 'flush' });
     const steps: { packet: KernelPacket; result: KernelResult }[] = [];
     for (const written of flowCase.packets) {
+      const last = steps[steps.length - 1]?.result;
+      if (flowCase.endAtLoss && last && (last.disposition === 'dropped' || ('reply' in written && !last.delivered))) break;
       const packet = 'reply' in written ? replyTo(steps[steps.length - 1], written) : written;
       steps.push({ packet, result: await this.inject(packet, listing) });
     }
@@ -589,7 +595,7 @@ class CaseRunner {
 }
 
 /** craft-packet.ts's default sequence number, and the one a reply starts from. */
-const DEFAULT_SEQ = 0x1000_0000;
+export const DEFAULT_SEQ = 0x1000_0000;
 export const REPLY_SEQ = 0x2000_0000;
 
 /** The reply to the previous packet of a flow, from what its peer captured. */
