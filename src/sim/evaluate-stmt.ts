@@ -11,6 +11,7 @@ import { IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc } from './outcome.js';
+import { pickRangeAddress } from './pick-range-address.js';
 import { currentRule, hasConntrackEntry, NotModelled, locOf, stateBeforeConntrack, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
 import { NAT_MANIP } from './pipeline.js';
@@ -474,8 +475,7 @@ export function formatEndpoint(address: string, port: string | undefined, family
   return family === 'ip6' ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
-/** A NAT address or port: one value (`low === high`), or a range the kernel picks from (shown
- * as the range, the packet keeping the first value). */
+/** A NAT address or port: one value (`low === high`), or a range the kernel picks from. */
 export interface NatValue {
   readonly low: bigint;
   readonly high: bigint;
@@ -492,7 +492,6 @@ function natValue(expr: Expr | undefined, ctx: SimContext): NatValue | undefined
     const low = natPart(expr.low, ctx);
     const high = natPart(expr.high, ctx);
     if (typeof low !== 'bigint' || typeof high !== 'bigint') throw new NotModelled('NAT range');
-    if (low !== high) reportUnsupported(ctx, 'NAT to a range: the kernel picks one by hash; the trace keeps the first');
     return { low, high };
   }
   const value = natPart(expr, ctx);
@@ -500,11 +499,24 @@ function natValue(expr: Expr | undefined, ctx: SimContext): NatValue | undefined
   return { low: value, high: value };
 }
 
-function pickDestinationPort(range: Extract<Expr, { kind: 'range' }>, dport: number, ctx: SimContext): number | undefined {
+/** The address of a range a connection gets (nf_nat_core.c get_unique_tuple): for SNAT without
+ * random flags the packet's own source when it is in the range (and its port in the port range
+ * given), else the kernel's pick by hash (pick-range-address.ts). */
+function rangeAddress(plan: NatPlan, range: NatValue, ctx: SimContext): bigint {
+  const p = ctx.pkt;
+  if (plan.wants === 'src' && !plan.random && p.src.n >= range.low && p.src.n <= range.high) {
+    const port = plan.port && natValue(plan.port, ctx);
+    if (!port || (typeof p.sport === 'number' && BigInt(p.sport) >= port.low && BigInt(p.sport) <= port.high)) return p.src.n;
+  }
+  return pickRangeAddress({ src: p.src, dst: p.dst, zone: ctx.ct.zone }, plan.wants, range.low, range.high, plan.persistent);
+}
+
+function pickRangePort(range: Extract<Expr, { kind: 'range' }>, port: number, wants: NatManip, ctx: SimContext): number | undefined {
   const low = natPart(range.low, ctx);
   const high = natPart(range.high, ctx);
   if (typeof low !== 'bigint' || typeof high !== 'bigint') return undefined;
-  return dport >= Number(low) && dport <= Number(high) ? dport : Number(low);
+  if (port >= Number(low) && port <= Number(high)) return port;
+  return wants === 'dst' ? Number(low) : undefined;
 }
 
 /** A NAT address or port: nft types `dnat to 10.0.0.1:80` from the table family, which the
@@ -540,6 +552,7 @@ export interface NatPlan {
   readonly family: NatStmt['family'];
   /** `random` or `fully-random`. */
   readonly random: boolean;
+  readonly persistent: boolean;
   /** The address is looked up in a map, or gives the address and the port together. */
   readonly mapped: boolean;
   /** The key of the map the address is looked up in. */
@@ -588,6 +601,7 @@ export function planNat(stmt: NatStmt): NatPlan {
     type: stmt.type,
     family: stmt.family,
     random: stmt.flags.includes('random') || stmt.flags.includes('fully-random'),
+    persistent: stmt.flags.includes('persistent'),
     mapped: stmt.form === 'addr . port' || stmt.addr?.kind === 'map',
     mapKey: stmt.addr?.kind === 'map' ? stmt.addr.key : undefined,
     addr: stmt.addr,
@@ -643,26 +657,27 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   } else {
     const a = addressValue ?? natValue(plan.addr, ctx);
     if (!a) throw new NotModelled(`${plan.type} without an address`);
-    address = { family, n: a.low };
-    addressText = natText(a, (n) => formatAddress({ family, n }));
+    address = { family, n: a.low === a.high ? a.low : rangeAddress(plan, a, ctx) };
+    addressText = formatAddress(address);
   }
   const random = plan.random;
-  // DNAT to a port range without random flags is not random: the port stays when it is in the
-  // range, else the range's first is taken (nf_nat_core.c get_unique_tuple, and
-  // nf_nat_l4proto_unique_tuple's offset 0 for the destination), while that tuple is unused.
-  const range = portExpr === plan.port ? plan.portRange : undefined;
-  const picked = wants === 'dst' && !random && range && typeof p.dport === 'number' ? pickDestinationPort(range, p.dport, ctx) : undefined;
-  const port = picked === undefined ? (portValue ?? natValue(portExpr, ctx)) : undefined;
   const rewrite = wants === 'dst' ? 'dport' : 'sport';
   const oldPort = p[rewrite];
+  // A port range without random flags: the port stays when it is in the range (nf_nat_core.c
+  // get_unique_tuple, while that tuple is unused); out of it, DNAT takes the range's first
+  // (nf_nat_l4proto_unique_tuple's offset 0 for the destination), SNAT a random one.
+  const range = portExpr === plan.port ? plan.portRange : undefined;
+  const picked = !random && range && typeof oldPort === 'number' ? pickRangePort(range, oldPort, wants, ctx) : undefined;
+  const port = picked === undefined ? (portValue ?? natValue(portExpr, ctx)) : undefined;
   let portText: string | undefined;
   if (picked !== undefined) {
     portText = String(picked);
-    p.dport = picked;
+    p[rewrite] = picked;
   } else if (port && port === plan.constantPort) {
     portText = plan.constantPortText;
     p[rewrite] = plan.constantPortNumber;
   } else if (port) {
+    if (port.low !== port.high) reportUnsupported(ctx, 'NAT to a port range: the kernel picks the port; the trace shows the range');
     portText = natText(port, String);
     p[rewrite] = portText.includes('-') ? portText : Number(port.low);
   } else if (random && typeof p[rewrite] === 'number') {

@@ -291,6 +291,14 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       ],
     },
     {
+      // The kernel picks the range's address by hash; nftsim keeps the range as the connection's
+      // mapping, so the reply from the picked address is the connection's and the next packet
+      // shows the range (seed 11 of the generated flows, where nftsim mapped it to the first).
+      name: 'DNAT to an address range: the reply and the next packet meet the connection',
+      rulesets: rules('table ip nat {\n  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n    dnat to 198.51.100.40-198.51.100.45\n  }\n}\n'),
+      packets: [{ ...syn, dst: '198.51.100.20', dport: 80 }, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
+    },
+    {
       name: 'ct mark set on the first packet, read back into the mark by the reply and the next packet',
       rulesets: rules(`table inet m {
   chain pre {
@@ -649,6 +657,42 @@ COMMIT
       name: `an IPv6 packet to ${what} is ${disposition}`,
       rulesets: [markEachHook],
       packet: { iif: 'eth0', src: '2001:db8:1::1', dst, protocol: 'udp', sport: 40000, dport: 5000 } as const,
+    })),
+    ...(
+      [
+        // nf_nat_core.c find_best_ips_proto picks a range's address by a hash of the connection's
+        // addresses with no random seed: nftsim computes the pick (pick-range-address.ts), where
+        // it kept the range's first address (seed 11 of the generated flows).
+        ['ip', 'dnat to 198.51.100.40-198.51.100.45', '192.0.2.1', '198.51.100.20'],
+        ['ip', 'dnat to 198.51.100.40-198.51.100.45', '192.0.2.77', '198.51.100.30'],
+        ['ip', 'dnat to 198.51.100.40-198.51.100.45 persistent', '192.0.2.77', '198.51.100.30'],
+        ['ip', 'snat to 198.51.100.90-198.51.100.95', '192.0.2.1', '198.51.100.20'],
+        ['ip', 'snat to 198.51.100.90-198.51.100.95 persistent', '192.0.2.77', '198.51.100.20'],
+        // get_unique_tuple keeps a source already in the SNAT range.
+        ['ip', 'snat to 192.0.2.1-192.0.2.5', '192.0.2.4', '198.51.100.20'],
+        ['ip', 'snat to 192.0.2.1-192.0.2.5 random', '192.0.2.4', '198.51.100.20'],
+        ['ip6', 'dnat to 2001:db8:2::40-2001:db8:2::45', '2001:db8:1::1', '2001:db8:2::20'],
+        ['ip6', 'snat to 2001:db8:2::90-2001:db8:2::95 persistent', '2001:db8:1::77', '2001:db8:2::20'],
+        // Below the range's high word, the next word is picked from the whole word (full_range).
+        ['ip6', 'dnat to 2001:db8:2::1:0:0-2001:db8:2::3:0:0', '2001:db8:1::1', '2001:db8:2::20'],
+        ['ip6', 'dnat to 2001:db8:2::1:0:0-2001:db8:2::3:0:0', '2001:db8:1::77', '2001:db8:2::30'],
+      ] as const
+    ).map(([family, nat, src, dst]) => ({
+      name: `${family} ${nat} from ${src}: the kernel's pick`,
+      rulesets: [nft(`table ${family} n {\n  chain c {\n    type nat hook ${nat.startsWith('dnat') ? 'prerouting priority dstnat' : 'postrouting priority srcnat'}; policy accept;\n    ${nat}\n  }\n}\n`)],
+      packet: { iif: 'eth0', src, dst, protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' } as const,
+    })),
+    ...(
+      [
+        // get_unique_tuple keeps a source port already in the SNAT port range; out of it the kernel
+        // picks one at random (nftsim shows the range).
+        [1234, 'kept'],
+        [40000, 'random'],
+      ] as const
+    ).map(([sport, what]) => ({
+      name: `snat to a port range from port ${sport}: ${what}`,
+      rulesets: [nft('table ip n {\n  chain c {\n    type nat hook postrouting priority srcnat; policy accept;\n    meta l4proto tcp snat to 198.51.100.99:1000-2000\n  }\n}\n')],
+      packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport, dport: 80, tcpFlags: 'syn' } as const,
     })),
     ...(
       [

@@ -16,10 +16,8 @@ export const GENERATED_HOST: KernelHost = {
 export type AddressFamily = 'ip' | 'ip6';
 
 /**
- * The addresses of one family. NAT address ranges (`natRange`, `snatRange`) lie where every
- * address of the range is alike for every generated match (inside `prefixes[1]`, outside
- * `prefixes[2]`, `range` and the set elements): the kernel picks one by hash, nftsim keeps the
- * range, and the rules after the NAT must not tell its members apart.
+ * The addresses of one family. NAT address ranges (`natRange`, `snatRange`) lie inside
+ * `prefixes[1]`, outside `prefixes[2]`, `range` and the set elements.
  */
 export interface FamilyAddresses {
   /** Client side (eth0 network): a client, the node, another client. */

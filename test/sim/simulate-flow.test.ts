@@ -116,6 +116,22 @@ describe('NAT mappings across the packets of a flow', () => {
     expect(reply!.nat.map((n) => [n.type, n.conntrack])).toEqual([['dnat', 'reply']]);
   });
 
+  // The connection keeps the address the kernel picked from the range (pick-range-address.ts):
+  // the reply comes from it and later packets go to it (seed 11 of the generated flows, where
+  // nftsim kept the range's first address).
+  it('keeps the address picked from a range as the mapping of the connection', () => {
+    const text = 'table ip nat {\n  chain pre { type nat hook prerouting priority dstnat; policy accept; dnat to 10.244.1.5-10.244.1.12 }\n}';
+    const udp = { ...SYN, protocol: 'udp' } as const;
+    const [first, reply, next] = only(text, [udp, { reply: true }, udp]);
+    const picked = first!.packet.dst;
+    expect(picked).not.toBe('10.244.1.5');
+    expect(first!.nat.map((n) => n.to)).toEqual([picked]);
+    expect(reply).toMatchObject({ iif: 'cni0', packet: { src: '192.0.2.10', sport: 80, dst: '192.0.2.99' } });
+    expect(reply!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['dnat', '192.0.2.10:80', 'reply']]);
+    expect(next!.packet.dst).toBe(picked);
+    expect(next!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['dnat', `${picked}:80`, 'original']]);
+  });
+
   it('opens no connection for a dropped packet: the next one is new and meets the nat chains again', () => {
     const text = `${NAT}\ntable ip f { chain fwd { type filter hook forward priority 0; meta mark 0x1 drop } }`;
     const [dropped, again] = only(text, [{ ...SYN, mark: 1 }, SYN]);

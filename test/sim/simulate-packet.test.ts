@@ -487,8 +487,13 @@ describe('NAT (nf_nat_core.c)', () => {
     // nf_nat_l4proto_unique_tuple: a random port from 1024-65535, shown as the range.
     ['masquerade fully-random', '10.244.0.1:1024-65535'],
     ['snat to 192.0.2.77:1000-2000', '192.0.2.77:1000-2000'],
+    // get_unique_tuple keeps a source port already in the range (the packet's is 40000).
+    ['snat to 192.0.2.77:30000-50000', '192.0.2.77:40000'],
+    // find_best_ips_proto's pick by hash for 192.0.2.99 → 10.244.1.5 (pick-range-address.ts,
+    // whose picks are the kernel's: pick-range-address.test.ts).
+    ['snat to 192.0.2.70-192.0.2.79', '192.0.2.77'],
   ])('%s takes %s', (stmt, to) => {
-    const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook postrouting priority srcnat;', `\t\t${stmt}`), FORWARDED);
+    const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook postrouting priority srcnat;', `\t\t${stmt}`), { ...FORWARDED, sport: 40000 });
     expect(o.nat[0]!.to).toBe(to);
     expect(o.packet.src).toBe(to.split(':')[0]);
   });
