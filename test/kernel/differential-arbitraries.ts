@@ -15,8 +15,8 @@
 // maps, maps, dynamic sets, fib, meta keys, numgen and meta random, tcp flags, icmp types, dnat /
 // snat with address and port ranges and maps, redirect, masquerade with its flags). Packets:
 // IPv4 and IPv6, TCP with several flag sets, UDP and ICMP echo, from either side or locally
-// generated; half the TCP SYNs and UDP packets open a flow (the reply, then the client's
-// next packet), which meets the conntrack entry the first packet made.
+// generated; half the TCP SYNs, UDP and ICMP echo packets open a flow (the reply, then the
+// client's next packet), which meets the conntrack entry the first packet made.
 // Locally generated packets to a local address, and output DNAT / redirect to one, come back in
 // through lo (prerouting, input).
 import fc from 'fast-check';
@@ -47,7 +47,8 @@ export interface GeneratedCase {
   readonly tables: readonly GenTable[];
   readonly iptables?: GenIptablesDump;
   readonly packet: KernelPacket;
-  /** Whether a TCP SYN or UDP packet opens a flow: its reply, then the client's next packet. */
+  /** Whether a TCP SYN, UDP or ICMP echo packet opens a flow: its reply, then the client's next
+   * packet. */
   readonly flow?: boolean;
 }
 
@@ -160,10 +161,10 @@ export function renderCase(testCase: GeneratedCase): { rulesets: (KernelRuleset 
 
 /** The flow a first packet opens: the packet, the reply from the peer that captured it, and the
  * client's next packet: for TCP the handshake's ACK, in the windows of the harness's replies; for
- * UDP the same datagram again. Other first packets open none (a reply to an ICMP echo is not
- * something the harness crafts; TCP tracking refuses what follows an ACK, SYN-ACK, FIN or RST). */
+ * UDP and ICMP echo the same packet again. Other TCP first packets open none (TCP tracking
+ * refuses what follows an ACK, SYN-ACK, FIN or RST). */
 function flowOf(packet: KernelPacket): readonly KernelFlowPacket[] | undefined {
-  if (packet.protocol === 'udp') return [packet, { reply: true }, packet];
+  if (packet.protocol !== 'tcp') return [packet, { reply: true }, packet];
   if (packet.protocol === 'tcp' && (packet.tcpFlags ?? 'syn') === 'syn') return [packet, { reply: true }, { ...packet, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 }];
   return undefined;
 }

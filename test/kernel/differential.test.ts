@@ -299,6 +299,18 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       packets: [{ ...syn, dst: '198.51.100.20', dport: 80 }, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
     },
     {
+      name: 'an ICMP echo request, its reply and the next request through a stateful forward chain',
+      rulesets: rules(`table ip f {
+  chain fw {
+    type filter hook forward priority 0; policy drop;
+    ct state established meta mark set 0x2 accept
+    icmp type echo-request ct state new meta mark set 0x1 accept
+  }
+}
+`),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' }, { reply: true }, { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' }],
+    },
+    {
       name: 'ct mark set on the first packet, read back into the mark by the reply and the next packet',
       rulesets: rules(`table inet m {
   chain pre {

@@ -1,6 +1,6 @@
 // Packets for the kernel-differential harness: crafting the IP packet a case injects, and reading
 // back the frames the peers capture. Only what the harness needs: IPv4/IPv6 with TCP, UDP, ICMP
-// echo and ICMPv6 echo, no options, no payload.
+// echo and ICMPv6 echo (requests and replies), no options, no payload.
 import { isIPv4, isIPv6 } from 'node:net';
 
 export type KernelProtocol = 'tcp' | 'udp' | 'icmp' | 'icmpv6';
@@ -19,6 +19,8 @@ export interface KernelPacket {
   readonly dport?: number;
   /** Comma-separated TCP flags, `syn` by default: `syn`, `syn,ack`, `ack`, `fin,ack`, `rst`. */
   readonly tcpFlags?: string;
+  /** For ICMP and ICMPv6: an echo request (the default) or reply. */
+  readonly icmpType?: 'echo-request' | 'echo-reply';
   /** Initial meta mark (`0x4000` or a number). */
   readonly mark?: string | number;
   readonly ttl?: number;
@@ -60,8 +62,8 @@ const TCP_FLAG_BITS: readonly (readonly [string, number])[] = [
   ['ecn', 0x40],
   ['cwr', 0x80],
 ];
-const ICMP_ECHO_REQUEST = 8;
-const ICMPV6_ECHO_REQUEST = 128;
+/** ICMP and ICMPv6 echo types (include/uapi/linux/icmp.h, icmpv6.h). */
+const ECHO_TYPES = { icmp: { 'echo-request': 8, 'echo-reply': 0 }, icmpv6: { 'echo-request': 128, 'echo-reply': 129 } } as const;
 const DEFAULT_PORTS = { sport: 40000, dport: 80 };
 
 /** The IP version of an address, or an error naming it. */
@@ -134,7 +136,7 @@ function craftTransport(packet: KernelPacket, protocol: KernelProtocol, src: Buf
     case 'icmp':
     case 'icmpv6':
       segment = Buffer.alloc(8);
-      segment.writeUInt8(protocol === 'icmp' ? ICMP_ECHO_REQUEST : ICMPV6_ECHO_REQUEST, 0);
+      segment.writeUInt8(ECHO_TYPES[protocol][packet.icmpType ?? 'echo-request'], 0);
       segment.writeUInt16BE(sport, 4);
       segment.writeUInt16BE(1, 6);
       checksumAt = 2;

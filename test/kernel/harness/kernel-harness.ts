@@ -138,6 +138,8 @@ const HOOK_END_PRIORITY = 2147483000;
 const SENTINEL_TIMEOUT_MS = 3000;
 /** How long frames may trail the sentinel's trace line (they are normally already queued). */
 const CAPTURE_GRACE_MS = 3;
+/** How long more a frame is waited for when the trace says the packet left the node. */
+const LATE_CAPTURE_MS = 500;
 
 /**
  * Builds the namespaces for `host` and starts the trace monitor and the packet agent. Call close()
@@ -451,8 +453,13 @@ class CaseRunner {
       oif: packet.oif,
     });
     const lines = await seen;
-    const capture = (await this.agent.request({ op: 'collect', graceMs: CAPTURE_GRACE_MS })) as { frames: { peer: number; hex: string }[] };
-    return this.buildResult(lines, capture.frames, tag, findIpFamily(packet.src), listing, packet, started);
+    const collect = async (graceMs: number) => ((await this.agent.request({ op: 'collect', graceMs })) as { frames: { peer: number; hex: string }[] }).frames;
+    const frames = await collect(CAPTURE_GRACE_MS);
+    const result = this.buildResult(lines, frames, tag, findIpFamily(packet.src), listing, packet, started);
+    if (result.delivered || (result.disposition !== 'forwarded' && result.disposition !== 'sent')) return result;
+    // The packet left the node but its frame has not reached the peer's socket yet: on a busy
+    // machine the peer's backlog can trail the sentinel by more than the grace.
+    return this.buildResult(lines, [...frames, ...(await collect(LATE_CAPTURE_MS))], tag, findIpFamily(packet.src), listing, packet, started);
   }
 
   /** 1..0xfffe, wrapping: fits an IPv4 identification and an IPv6 flow label, never 0. */
@@ -611,6 +618,8 @@ function replyTo(previous: { packet: KernelPacket; result: KernelResult } | unde
     dst: seen.src,
     protocol,
     ...(ported && { sport: seen.dport, dport: seen.sport }),
+    // An echo reply keeps the identifier the request arrived with (the capture reads it as sport).
+    ...(!ported && { icmpType: 'echo-reply', sport: seen.sport }),
     // The server's answer to a SYN: its own sequence number, the client's acknowledged.
     ...(protocol === 'tcp' && { tcpFlags: 'syn,ack', tcpSeq: REPLY_SEQ, tcpAck: ((previous.packet.tcpSeq ?? DEFAULT_SEQ) + 1) >>> 0 }),
     ...overrides,
