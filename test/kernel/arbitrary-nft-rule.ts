@@ -100,6 +100,9 @@ function addressMatch(af: AddressFamily): fc.Arbitrary<Part> {
   return fc.oneof(
     fc.constantFrom(...hosts).map((x) => ({ text: `${af} saddr ${x}` })),
     fc.constantFrom(...hosts).map((x) => ({ text: `${af} daddr ${x}` })),
+    // Tells the addresses of a NAT range apart, after a DNAT or SNAT to it.
+    fc.constant({ text: `${af} daddr ${a.natMember[0]}` }),
+    fc.constant({ text: `${af} saddr ${a.natMember[1]}` }),
     fc.constantFrom(...a.prefixes).map((p) => ({ text: `${af} daddr != ${p}` })),
     fc.constantFrom(...a.prefixes).map((p) => ({ text: `${af} saddr ${p}` })),
     fc.constant({ text: `${af} daddr ${a.range}` }),

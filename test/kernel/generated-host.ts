@@ -17,7 +17,8 @@ export type AddressFamily = 'ip' | 'ip6';
 
 /**
  * The addresses of one family. NAT address ranges (`natRange`, `snatRange`) lie inside
- * `prefixes[1]`, outside `prefixes[2]`, `range` and the set elements.
+ * `prefixes[1]`, outside `prefixes[2]`, `range` and the set elements; `natMember` is one address
+ * of each, which rules after the NAT test for (the kernel picks the range's address by hash).
  */
 export interface FamilyAddresses {
   /** Client side (eth0 network): a client, the node, another client. */
@@ -39,6 +40,7 @@ export interface FamilyAddresses {
   readonly setElements: readonly string[];
   readonly natRange: string;
   readonly snatRange: string;
+  readonly natMember: readonly [string, string];
   /** The SNAT address on each side. */
   readonly snat: readonly [string, string];
 }
@@ -54,6 +56,7 @@ export const ADDRESSES: Readonly<Record<AddressFamily, FamilyAddresses>> = {
     setElements: ['192.0.2.1', '192.0.2.10', '198.51.100.20', '198.51.100.30', '198.51.100.128/25', '10.0.0.0/8'],
     natRange: '198.51.100.40-198.51.100.45',
     snatRange: '198.51.100.90-198.51.100.95',
+    natMember: ['198.51.100.42', '198.51.100.93'],
     snat: ['192.0.2.99', '198.51.100.99'],
   },
   ip6: {
@@ -66,6 +69,7 @@ export const ADDRESSES: Readonly<Record<AddressFamily, FamilyAddresses>> = {
     setElements: ['2001:db8:1::1', '2001:db8:1::10', '2001:db8:2::20', '2001:db8:2::30', '2001:db8:2::80/121', 'fd00::/8'],
     natRange: '2001:db8:2::40-2001:db8:2::45',
     snatRange: '2001:db8:2::90-2001:db8:2::95',
+    natMember: ['2001:db8:2::42', '2001:db8:2::93'],
     snat: ['2001:db8:1::99', '2001:db8:2::99'],
   },
 };
