@@ -15,8 +15,9 @@
 // maps, maps, dynamic sets, fib, meta keys, numgen and meta random, tcp flags, icmp types, dnat /
 // snat with address and port ranges and maps, redirect, masquerade with its flags). Packets:
 // IPv4 and IPv6, TCP with several flag sets, UDP and ICMP echo, from either side or locally
-// generated; half the TCP SYNs, UDP and ICMP echo packets open a flow (the reply, then the
-// client's next packet), which meets the conntrack entry the first packet made.
+// generated; half the TCP SYNs, UDP and ICMP echo packets open a flow: the reply, then the
+// client's next packet, which meets the conntrack entry the first packet made, or the client's
+// next connection (another source port), which must not.
 // Locally generated packets to a local address, and output DNAT / redirect to one, come back in
 // through lo (prerouting, input).
 import fc from 'fast-check';
@@ -48,8 +49,8 @@ export interface GeneratedCase {
   readonly iptables?: GenIptablesDump;
   readonly packet: KernelPacket;
   /** Whether a TCP SYN, UDP or ICMP echo packet opens a flow: its reply, then the client's next
-   * packet. */
-  readonly flow?: boolean;
+   * packet of the connection, or the first of its next connection (TCP and UDP). */
+  readonly flow?: 'next packet' | 'next connection';
 }
 
 /** A received packet's destination: a unicast one, or for a fifth a broadcast or multicast one. */
@@ -125,7 +126,7 @@ export const arbitraryCase: fc.Arbitrary<GeneratedCase> = fc.record(
     tables: fc.array(arbitraryTable, { minLength: 1, maxLength: 3 }),
     iptables: arbitraryIptablesDump,
     packet: fc.constantFrom<AddressFamily>('ip', 'ip6').chain(arbitraryPacket),
-    flow: fc.boolean(),
+    flow: fc.constantFrom(undefined, undefined, 'next packet', 'next connection'),
   },
   { requiredKeys: ['tables', 'packet'] },
 );
@@ -155,16 +156,18 @@ export function renderCase(testCase: GeneratedCase): { rulesets: (KernelRuleset 
   const tables: (KernelRuleset & { file: string })[] = testCase.tables.map((table, i) => ({ kind: 'nft', text: renderTable(table, i), file: `t${i}.nft` }));
   const dump = testCase.iptables && Object.keys(testCase.iptables.tables).length > 0 ? testCase.iptables : undefined;
   const rulesets = dump ? (dump.first ? [{ kind: 'iptables' as const, text: renderIptablesDump(dump), file: 'ipt.save' }, ...tables] : [...tables, { kind: 'iptables' as const, text: renderIptablesDump(dump), file: 'ipt.save' }]) : tables;
-  const flow = testCase.flow ? flowOf(testCase.packet) : undefined;
+  const flow = testCase.flow && flowOf(testCase.packet, testCase.flow);
   return { rulesets, packet: testCase.packet, ...(flow && { flow }) };
 }
 
 /** The flow a first packet opens: the packet, the reply from the peer that captured it, and the
  * client's next packet: for TCP the handshake's ACK, in the windows of the harness's replies; for
- * UDP and ICMP echo the same packet again. Other TCP first packets open none (TCP tracking
- * refuses what follows an ACK, SYN-ACK, FIN or RST). */
-function flowOf(packet: KernelPacket): readonly KernelFlowPacket[] | undefined {
+ * UDP and ICMP echo the same packet again; or the first packet of the client's next connection,
+ * from the next source port (an ICMP echo has none: nftsim does not know echo identifiers). Other
+ * TCP first packets open none (TCP tracking refuses what follows an ACK, SYN-ACK, FIN or RST). */
+function flowOf(packet: KernelPacket, then: NonNullable<GeneratedCase['flow']>): readonly KernelFlowPacket[] | undefined {
+  if (packet.protocol === 'tcp' && (packet.tcpFlags ?? 'syn') !== 'syn') return undefined;
+  if (then === 'next connection' && packet.sport !== undefined) return [packet, { reply: true }, { ...packet, sport: packet.sport + 1 }];
   if (packet.protocol !== 'tcp') return [packet, { reply: true }, packet];
-  if (packet.protocol === 'tcp' && (packet.tcpFlags ?? 'syn') === 'syn') return [packet, { reply: true }, { ...packet, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 }];
-  return undefined;
+  return [packet, { reply: true }, { ...packet, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 }];
 }
