@@ -311,6 +311,13 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' }, { reply: true }, { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' }],
     },
     {
+      // The node answers what it took in: the reply leaves through output, un-redirected there
+      // (its source back to the address the client used).
+      name: 'a redirected SYN, the node\'s SYN-ACK and the client\'s ACK',
+      rulesets: rules('table ip nat {\n  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n    tcp dport 80 redirect to :8080\n  }\n}\n'),
+      packets: [{ ...syn, dst: '198.51.100.20', dport: 80 }, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
+    },
+    {
       name: 'ct mark set on the first packet, read back into the mark by the reply and the next packet',
       rulesets: rules(`table inet m {
   chain pre {

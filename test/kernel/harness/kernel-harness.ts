@@ -62,7 +62,8 @@ export interface KernelFlowCase {
   /** The initial mark of packets from outside is the first packet's (one trace table for all). */
   readonly packets: readonly KernelFlowPacket[];
   /** End the flow after a packet the kernel dropped (TCP tracking would hold the connection's
-   * later packets invalid), or before a reply to a packet no peer captured (it has no sender).
+   * later packets invalid), or before a reply to a packet neither a peer captured nor the node
+   * took in (it has no sender).
    * Without it, a reply to such a packet is an error. */
   readonly endAtLoss?: boolean;
 }
@@ -110,6 +111,8 @@ export interface KernelResult {
    * drop, is then the last event; without one the stack dropped it, e.g. no route).
    */
   readonly disposition: KernelDisposition;
+  /** A packet delivered to the node: its addresses and ports as the end of input saw them. */
+  readonly arrived?: Omit<KernelPacket, 'iif' | 'oif'>;
   readonly reached: readonly KernelHookEnd[];
   /** The raw trace lines of the case packet, kdtrace included, for failure messages. */
   readonly lines: readonly string[];
@@ -423,7 +426,7 @@ class CaseRunner {
     const steps: { packet: KernelPacket; result: KernelResult }[] = [];
     for (const written of flowCase.packets) {
       const last = steps[steps.length - 1]?.result;
-      if (flowCase.endAtLoss && last && (last.disposition === 'dropped' || ('reply' in written && !last.delivered))) break;
+      if (flowCase.endAtLoss && last && (last.disposition === 'dropped' || ('reply' in written && !isAnswerable(last)))) break;
       const packet = 'reply' in written ? replyTo(steps[steps.length - 1], written) : written;
       steps.push({ packet, result: await this.inject(packet, listing) });
     }
@@ -560,10 +563,12 @@ class CaseRunner {
     // A locally generated packet to a local address leaves through lo and comes back in: the
     // trace table's prerouting chain then sees it.
     let cameBack = false;
+    let arrived: TracePacketLine | undefined;
     for (const { parsed: p } of mine) {
       if (p === undefined) continue;
       if (p.kind === 'packet') {
         if (p.packet.table !== TRACE_TABLE) packets.push(p.packet);
+        else if (p.packet.chain === 'end_input') arrived = p.packet;
         continue;
       }
       const event = p.event;
@@ -589,11 +594,13 @@ class CaseRunner {
       ...delivered.seen,
       iface: this.host.interfaces[delivered.frame.peer]!.name,
     };
+    const disposition = reached.includes('input') ? 'delivered' : reached.includes('postrouting') && !cameBack ? (packet.iif === undefined ? 'sent' : 'forwarded') : 'dropped';
     return {
       trace,
       packets,
       delivered: seen,
-      disposition: reached.includes('input') ? 'delivered' : reached.includes('postrouting') && !cameBack ? (packet.iif === undefined ? 'sent' : 'forwarded') : 'dropped',
+      disposition,
+      ...(disposition === 'delivered' && arrived && { arrived: packetOfLine(arrived, family, packet.protocol) }),
       reached,
       lines: mine.map(({ line }) => line),
       elapsedMs: performance.now() - started,
@@ -605,15 +612,39 @@ class CaseRunner {
 export const DEFAULT_SEQ = 0x1000_0000;
 export const REPLY_SEQ = 0x2000_0000;
 
-/** The reply to the previous packet of a flow, from what its peer captured. */
+/** The addresses and ports of a trace `packet:` line (an ICMP echo's identifier as sport). */
+function packetOfLine(line: TracePacketLine, family: 'ip' | 'ip6', protocol: KernelPacket['protocol']): Omit<KernelPacket, 'iif' | 'oif'> {
+  const { fields } = line;
+  const number = (key: string): number | undefined => (fields[key] === undefined ? undefined : Number(fields[key]));
+  const l4 = protocol === 'icmp' && family === 'ip6' ? 'icmpv6' : protocol;
+  const ported = protocol === 'tcp' || protocol === 'udp';
+  const sport = ported ? number(`${l4} sport`) : number(`${l4} id`);
+  const dport = ported ? number(`${l4} dport`) : undefined;
+  return {
+    src: fields[`${family} saddr`] ?? '',
+    dst: fields[`${family} daddr`] ?? '',
+    protocol,
+    ...(sport !== undefined && { sport }),
+    ...(dport !== undefined && { dport }),
+  };
+}
+
+/** Whether the reply to a packet can be made: a peer captured it, or the node took it in (the
+ * reply is then the node's own packet). */
+function isAnswerable(result: KernelResult): boolean {
+  return result.delivered !== undefined || result.arrived !== undefined;
+}
+
+/** The reply to the previous packet of a flow: from the peer that captured it, or from the node
+ * when it was delivered there (sent by root, as every local packet of the harness). */
 function replyTo(previous: { packet: KernelPacket; result: KernelResult } | undefined, written: { reply: true } & Partial<KernelPacket>): KernelPacket {
-  const seen = previous?.result.delivered;
-  if (!previous || !seen) throw new Error('a reply needs a previous packet that a peer captured');
+  if (!previous || !isAnswerable(previous.result)) throw new Error('a reply needs a previous packet that a peer captured or the node took in');
   const { reply: _reply, ...overrides } = written;
   const { protocol } = previous.packet;
   const ported = protocol === 'tcp' || protocol === 'udp';
+  const seen = previous.result.delivered ?? previous.result.arrived!;
   return {
-    iif: seen.iface,
+    ...(previous.result.delivered ? { iif: previous.result.delivered.iface } : { skuid: 0, skgid: 0 }),
     src: seen.dst,
     dst: seen.src,
     protocol,
@@ -657,7 +688,11 @@ function parseMark(mark: string | number | undefined): number {
 
 /**
  * The harness's own table: traces every packet from the first hook on, drops the sentinel, and
- * gives a packet from outside its initial mark. Priority -500 comes before every usual chain
+ * gives a packet from outside its initial mark. At output it lets through only packets of a
+ * socket (the harness's own are root's): what the node's stack makes in answer (a TCP reset or an
+ * ICMP error for a closed port, an echo reply, a reject's answer) is dropped before any other
+ * chain and conntrack see it, as nftsim simulates only the packets it is given; a flow's reply
+ * from the node is the harness's. Priority -500 comes before every usual chain
  * (raw is -300, conntrack -200). Its end_* chains only show the packet got that far.
  */
 function traceTable(mark: number): string {
@@ -669,9 +704,10 @@ function traceTable(mark: number): string {
     ${sentinel}${mark === 0 ? '' : `\n    meta mark set ${mark}`}
   }
   chain out {
-    type filter hook output priority -500; policy accept;
+    type filter hook output priority -500; policy drop;
     meta nftrace set 1
     ${sentinel}
+    meta skuid 0 accept
   }
 ${HOOK_END_CHAINS.map((hook) => `  chain end_${hook} {\n    type filter hook ${hook} priority ${HOOK_END_PRIORITY}; policy accept;\n    meta nftrace set 1\n  }\n`).join('')}}
 `;
