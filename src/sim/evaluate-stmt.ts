@@ -5,7 +5,7 @@
 import type { Expr, LimitStmt, NatStmt, QuotaStmt, Rule, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { chainIndexNamed, type ChainIndex } from './chain-index.js';
 import { formatAddress, parseAddress, type Address, type AddressFamily } from './address.js';
-import { localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
+import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
 import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
 import { IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
@@ -587,6 +587,15 @@ function natTo(plan: NatPlan, madeFor: AddressFamily | Address, family: AddressF
   return (plan.to = { madeFor, address, text: formatAddress(address) });
 }
 
+/** Where redirect sends a received IPv6 packet (host.ts ipv6RedirectAddress). Every interface
+ * has a link-local address, which a host description may leave out: a link-local destination
+ * with none listed is not modelled. */
+function ipv6Redirect(ctx: SimContext, dev: string): Address | undefined {
+  const own = ipv6RedirectAddress(ctx.host, dev, ctx.pkt.dst);
+  if (!own && ipv6Scope(ctx.pkt.dst.n) === 'link') throw new NotModelled(`redirect of a link-local destination: the host description lists no link-local address on ${dev}`);
+  return own;
+}
+
 /** Where redirect sends a locally generated packet (nf_nat_redirect.c: the loopback address). */
 const LOCAL_REDIRECT: Readonly<Record<AddressFamily, Address>> = { ip: parseAddress('127.0.0.1')!, ip6: parseAddress('::1')! };
 
@@ -648,7 +657,7 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   let addressText: string;
   if (plan.type === 'masquerade' || plan.type === 'redirect') {
     const dev = plan.type === 'masquerade' ? ctx.oif : ctx.iif;
-    const own = dev === undefined ? LOCAL_REDIRECT[family] : primaryAddress(ctx.host, dev, family);
+    const own = dev === undefined ? LOCAL_REDIRECT[family] : plan.type === 'redirect' && family === 'ip6' ? ipv6Redirect(ctx, dev) : primaryAddress(ctx.host, dev, family);
     // No address on the egress interface: the kernel drops (nf_nat_masquerade.c returns NF_DROP).
     if (!own) return PLAIN_RESULTS.drop.verdict;
     ({ address, text: addressText } = natTo(plan, own, family, own.n));

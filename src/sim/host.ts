@@ -246,9 +246,7 @@ const IPV6_MULTICAST = 0xff000000000000000000000000000000n;
 /** An IPv6 address of link-local scope: fe80::/10, or a multicast group of scope 2 (ff02::/16,
  * ff12::/16, …), which routing looks up on one interface only (ipv6_addr_type). */
 export function isIpv6LinkLocal(address: Address): boolean {
-  if (address.family !== 'ip6') return false;
-  const top = Number(address.n >> 112n);
-  return (top & 0xffc0) === 0xfe80 || ((top & 0xff00) === 0xff00 && (top & 0xf) === 2);
+  return address.family === 'ip6' && ipv6Scope(address.n) === 'link';
 }
 
 const IPV4_ALL_HOSTS = 0xe0000001n;
@@ -318,4 +316,24 @@ export function lookupRoute(host: Host, address: Address): HostRoute | undefined
  * (inet_select_addr / ipv6_dev_get_saddr): the host's own object, the same for every call. */
 export function primaryAddress(host: Host, ifname: string, family: AddressFamily): Cidr | undefined {
   return host.interfaces.find((iface) => iface.name === ifname)?.addresses.find((c) => c.family === family);
+}
+
+/** The address `redirect` sends a received IPv6 packet to (nf_nat_redirect_ipv6): the first of
+ * the input interface's addresses of the destination's scope; undefined when it has none (the
+ * kernel drops the packet). */
+export function ipv6RedirectAddress(host: Host, ifname: string, dst: Address): Cidr | undefined {
+  const scope = ipv6Scope(dst.n);
+  return host.interfaces.find((iface) => iface.name === ifname)?.addresses.find((c) => c.family === 'ip6' && ipv6Scope(c.n) === scope);
+}
+
+/** ipv6_addr_scope: loopback (::1, and multicast of scope 1), link-local (fe80::/10, multicast of
+ * scope 2), site-local (fec0::/10), else global: a multicast scope above 2 counts as global
+ * (__IPV6_ADDR_SCOPE_TYPE shifts it out of IPV6_ADDR_SCOPE_MASK). */
+export function ipv6Scope(n: bigint): 'loopback' | 'link' | 'site' | 'global' {
+  const top = Number(n >> 112n);
+  if (n === 1n) return 'loopback';
+  if ((top & 0xff00) === 0xff00) return (top & 0xf) === 1 ? 'loopback' : (top & 0xf) === 2 ? 'link' : 'global';
+  if ((top & 0xffc0) === 0xfe80) return 'link';
+  if ((top & 0xffc0) === 0xfec0) return 'site';
+  return 'global';
 }

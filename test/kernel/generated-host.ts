@@ -3,11 +3,12 @@
 import type { KernelHost } from './harness/kernel-harness.js';
 
 /** A dual-stack router between a client network (eth0) and a server network (eth1); no default
- * route, so a destination outside both is dropped by routing. */
+ * route, so a destination outside both is dropped by routing. Each interface lists its link-local
+ * address, as `ip -j addr` shows it (the harness makes no other). */
 export const GENERATED_HOST: KernelHost = {
   interfaces: [
-    { name: 'eth0', addresses: ['192.0.2.10/24', '2001:db8:1::10/64'] },
-    { name: 'eth1', addresses: ['198.51.100.10/24', '2001:db8:2::10/64'] },
+    { name: 'eth0', addresses: ['192.0.2.10/24', '2001:db8:1::10/64', 'fe80::1:10/64'] },
+    { name: 'eth1', addresses: ['198.51.100.10/24', '2001:db8:2::10/64', 'fe80::2:10/64'] },
   ],
   routes: [],
   forwarding: true,

@@ -498,6 +498,21 @@ describe('NAT (nf_nat_core.c)', () => {
     expect(o.packet.src).toBe(to.split(':')[0]);
   });
 
+  // nf_nat_redirect_ipv6: the input interface's first address of the destination's scope
+  // (ipv6_addr_scope: a multicast scope above link-local counts as global). Every interface has a
+  // link-local address; a host description that lists none cannot say which.
+  it.each([
+    ['2001:db8::10', '2001:db8::10', undefined],
+    ['ff02::1', 'fe80::10', undefined],
+    ['ff05::2', '2001:db8::10', undefined],
+    ['ff02::1', undefined, 'redirect of a link-local destination: the host description lists no link-local address on eth0'],
+  ] as const)('IPv6 redirect of a packet to %s goes to %s', (dst, to, unsupported) => {
+    const host = unsupported ? HOST : { ...HOST, interfaces: [{ name: 'eth0', addresses: ['192.0.2.10/24', '2001:db8::10/64', 'fe80::10/64'] }, ...HOST.interfaces.slice(1)] };
+    const o = simulateOne(chain('ip6', 'nat', 'c', 'type nat hook prerouting priority dstnat;', '\t\tredirect'), { iif: 'eth0', src: '2001:db8::99', dst, protocol: 'udp', sport: 40000, dport: 53 }, host);
+    if (unsupported) return expect(o.trace[0]).toMatchObject({ kind: 'unsupported', reason: expect.stringContaining(unsupported) });
+    expect(o.nat.map((n) => n.to)).toEqual([to]);
+  });
+
   it('redirect sends to the input interface\'s address', () => {
     const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook prerouting priority dstnat;', '\t\ttcp dport 80 redirect to :3128'), FORWARDED);
     expect(o).toMatchObject({ disposition: 'delivered', packet: { dst: '192.0.2.10', dport: 3128 } });

@@ -234,6 +234,8 @@ function buildTopology(host: KernelHost, node: string, peers: ReadonlyMap<string
       ? [
           `net.ipv6.conf.all.forwarding=${forwarding}`,
           'net.ipv6.conf.default.accept_dad=0',
+          // No link-local address but those the host description lists (nftsim knows no other).
+          'net.ipv6.conf.default.addr_gen_mode=1',
           'net.ipv6.conf.default.accept_ra=0',
           'net.ipv6.conf.default.router_solicitations=0',
         ]
