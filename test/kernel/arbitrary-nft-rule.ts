@@ -23,8 +23,7 @@ export interface Part {
 }
 
 /** A transport-protocol match; at most one per rule, as nft refuses a rule matching two. */
-interface L4Match {
-  readonly text: string;
+interface L4Match extends Part {
   readonly proto: 'tcp' | 'udp' | 'icmp' | 'any';
 }
 
@@ -65,6 +64,8 @@ const FIB_OIF_HOOKS: readonly Hook[] = ['prerouting', 'input', 'forward'];
 const TEMPLATE_HOOKS: readonly Hook[] = ['prerouting', 'output'];
 /** NF_IP_PRI_CONNTRACK (include/uapi/linux/netfilter_ipv4.h). */
 const CONNTRACK_PRIORITY = -200;
+/** Hooks a packet meets before any source NAT (postrouting's filter chains come before srcnat). */
+const BEFORE_SOURCE_NAT: readonly Hook[] = ['forward', 'output', 'postrouting'];
 /** nft_reject_validate: every hook but postrouting. */
 const REJECT_HOOKS: readonly Hook[] = ['prerouting', 'input', 'forward', 'output'];
 
@@ -124,7 +125,9 @@ function l4Match(af: AddressFamily): fc.Arbitrary<L4Match> {
     { text: 'tcp dport { 80, 443 }', proto: 'tcp' },
     { text: 'udp dport 53', proto: 'udp' },
     { text: 'tcp dport 1-1000', proto: 'tcp' },
-    { text: 'tcp sport != 40000', proto: 'tcp' },
+    // Not where a packet may come after a NAT that picked a random source port (a local packet
+    // coming back in through lo): docs/simulator-limits.md.
+    { text: 'tcp sport != 40000', proto: 'tcp', hooks: BEFORE_SOURCE_NAT },
     { text: 'th dport { 53, 443 }', proto: 'any' },
     { text: 'tcp flags syn', proto: 'tcp' },
     { text: 'tcp flags & (syn | ack) == syn', proto: 'tcp' },
@@ -256,8 +259,9 @@ function fits(part: Part, place: RenderPlace): boolean {
 }
 
 export function renderNftRule(rule: GenRule, place: RenderPlace): string {
-  const parts = [...rule.matches, ...(rule.l4 ? [rule.l4] : []), ...rule.stmts].filter((part) => fits(part, place)).map((part) => part.text);
-  const proto = rule.l4?.proto;
+  const l4 = rule.l4 && fits(rule.l4, place) ? rule.l4 : undefined;
+  const parts = [...rule.matches, ...(l4 ? [l4] : []), ...rule.stmts].filter((part) => fits(part, place)).map((part) => part.text);
+  const proto = l4?.proto;
   // Excluded from output chains: DNAT to an unroutable address, which makes the harness's sendto
   // fail (ENETUNREACH from the re-route) instead of showing a drop.
   const natRule = rule.nat;
@@ -284,7 +288,7 @@ export function renderNftRule(rule: GenRule, place: RenderPlace): string {
         parts.push(verdict.text.replace('JUMP', jumpTarget ? `jump ${jumpTarget}` : 'accept'));
         break;
       case 'reject':
-        if (place.hook !== undefined && REJECT_HOOKS.includes(place.hook)) parts.push(renderReject(verdict.with, rule, place.family));
+        if (place.hook !== undefined && REJECT_HOOKS.includes(place.hook)) parts.push(renderReject(verdict.with, proto, place.family));
         break;
       case 'accept':
       case 'drop':
@@ -306,8 +310,7 @@ function withoutPort(text: string): string {
   return text.replace(/ to :[\d-]+$/, '').replace(/:[\d-]+$/, '').replace(/\[([^\]]+)\]/, '$1');
 }
 
-function renderReject(kind: 'plain' | 'tcp reset' | 'icmp', rule: GenRule, family: TableFamily): string {
-  const proto = rule.l4?.proto;
+function renderReject(kind: 'plain' | 'tcp reset' | 'icmp', proto: L4Match['proto'] | undefined, family: TableFamily): string {
   if (kind === 'tcp reset' && proto !== 'udp' && proto !== 'icmp') return `${proto === 'tcp' ? '' : 'meta l4proto tcp '}reject with tcp reset`;
   if (kind === 'icmp') {
     if (family === 'inet') return 'reject with icmpx type admin-prohibited';

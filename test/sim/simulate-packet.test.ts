@@ -507,7 +507,7 @@ describe('NAT (nf_nat_core.c)', () => {
     ['ff05::2', '2001:db8::10', undefined],
     ['ff02::1', undefined, 'redirect of a link-local destination: the host description lists no link-local address on eth0'],
   ] as const)('IPv6 redirect of a packet to %s goes to %s', (dst, to, unsupported) => {
-    const host = unsupported ? HOST : { ...HOST, interfaces: [{ name: 'eth0', addresses: ['192.0.2.10/24', '2001:db8::10/64', 'fe80::10/64'] }, ...HOST.interfaces.slice(1)] };
+    const host = unsupported ? HOST : { interfaces: [{ name: 'eth0', addresses: ['2001:db8::10/64', 'fe80::10/64'] }] };
     const o = simulateOne(chain('ip6', 'nat', 'c', 'type nat hook prerouting priority dstnat;', '\t\tredirect'), { iif: 'eth0', src: '2001:db8::99', dst, protocol: 'udp', sport: 40000, dport: 53 }, host);
     if (unsupported) return expect(o.trace[0]).toMatchObject({ kind: 'unsupported', reason: expect.stringContaining(unsupported) });
     expect(o.nat.map((n) => n.to)).toEqual([to]);
