@@ -505,6 +505,8 @@ function natValue(expr: Expr | undefined, ctx: SimContext): NatValue | undefined
 function rangeAddress(plan: NatPlan, range: NatValue, ctx: SimContext): bigint {
   const p = ctx.pkt;
   if (plan.wants === 'src' && !plan.random && p.src.n >= range.low && p.src.n <= range.high) {
+    // With a port range, the packet's port must be in it too (nf_nat_inet_in_range; a packet
+    // without ports is taken as out of it, where the kernel compares an ICMP id or lets it be).
     const port = plan.port && natValue(plan.port, ctx);
     if (!port || (typeof p.sport === 'number' && BigInt(p.sport) >= port.low && BigInt(p.sport) <= port.high)) return p.src.n;
   }

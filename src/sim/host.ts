@@ -327,13 +327,24 @@ export function ipv6RedirectAddress(host: Host, ifname: string, dst: Address): C
 }
 
 /** ipv6_addr_scope: loopback (::1, and multicast of scope 1), link-local (fe80::/10, multicast of
- * scope 2), site-local (fec0::/10), else global: a multicast scope above 2 counts as global
- * (__IPV6_ADDR_SCOPE_TYPE shifts it out of IPV6_ADDR_SCOPE_MASK). */
+ * scope 2), site-local (fec0::/10, multicast of scope 5), else global: ipv6_addr_scope2type gives
+ * other multicast scopes no bit of IPV6_ADDR_SCOPE_MASK. */
 export function ipv6Scope(n: bigint): 'loopback' | 'link' | 'site' | 'global' {
+  if (n === IPV6_LOOPBACK) return 'loopback';
+  if (n >= IPV6_MULTICAST) {
+    const scope = ipv6MulticastScope(n);
+    return scope === 1 ? 'loopback' : scope === 2 ? 'link' : scope === 5 ? 'site' : 'global';
+  }
   const top = Number(n >> 112n);
-  if (n === 1n) return 'loopback';
-  if ((top & 0xff00) === 0xff00) return (top & 0xf) === 1 ? 'loopback' : (top & 0xf) === 2 ? 'link' : 'global';
   if ((top & 0xffc0) === 0xfe80) return 'link';
   if ((top & 0xffc0) === 0xfec0) return 'site';
   return 'global';
+}
+
+/** ::1. */
+export const IPV6_LOOPBACK = 1n;
+
+/** The scope field of an IPv6 multicast address (IPV6_ADDR_MC_SCOPE: ff02:: is 2). */
+export function ipv6MulticastScope(n: bigint): number {
+  return Number(n >> 112n) & 0xf;
 }

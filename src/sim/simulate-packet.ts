@@ -5,7 +5,7 @@ import { formatAddress, type Address } from './address.js';
 import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint } from './evaluate-stmt.js';
-import { isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
+import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { protocolName, readPacket, type Packet, type PacketInput } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
@@ -532,7 +532,7 @@ function ipv6HeaderReason(ctx: SimContext): string | undefined {
   const dropped = (what: string): string => `dropped by ip6_rcv_core before prerouting: ${what} arriving on ${ctx.iif}`;
   if (!fromLo && (src.n === IPV6_LOOPBACK || dst.n === IPV6_LOOPBACK)) return dropped(`loopback ${src.n === IPV6_LOOPBACK ? 'source' : 'destination'}`);
   if (isMulticastAddress(dst)) {
-    const scope = Number(dst.n >> 112n) & 0xf;
+    const scope = ipv6MulticastScope(dst.n);
     if (scope === 1 && !fromLo) return dropped(`interface-local group ${formatAddress(dst)}`);
     if (scope === 0) return dropped(`group ${formatAddress(dst)} of the reserved scope 0`);
   }
@@ -540,7 +540,6 @@ function ipv6HeaderReason(ctx: SimContext): string | undefined {
   return undefined;
 }
 
-const IPV6_LOOPBACK = 1n;
 
 function martian(which: 'source' | 'destination', address: Address, what: string, ctx: SimContext): string {
   return `martian ${which} ${formatAddress(address)} (${what} arriving on ${ctx.iif})`;

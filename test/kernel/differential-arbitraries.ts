@@ -24,8 +24,8 @@ import fc from 'fast-check';
 import { arbitraryIptablesDump, renderIptablesDump, type GenIptablesDump } from './arbitrary-iptables-dump.js';
 import { NAT_KINDS_AT, arbitraryNftRule, renderNamedSets, renderNftRule, type GenRule, type Hook, type TableFamily } from './arbitrary-nft-rule.js';
 import { ADDRESSES, type AddressFamily } from './generated-host.js';
-import type { KernelPacket } from './harness/craft-packet.js';
-import { DEFAULT_SEQ, REPLY_SEQ, type KernelFlowPacket, type KernelRuleset } from './harness/kernel-harness.js';
+import { DEFAULT_SEQ, type KernelPacket } from './harness/craft-packet.js';
+import { REPLY_SEQ, type KernelFlowPacket, type KernelRuleset } from './harness/kernel-harness.js';
 
 export { GENERATED_HOST } from './generated-host.js';
 

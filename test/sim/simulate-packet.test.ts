@@ -499,18 +499,24 @@ describe('NAT (nf_nat_core.c)', () => {
   });
 
   // nf_nat_redirect_ipv6: the input interface's first address of the destination's scope
-  // (ipv6_addr_scope: a multicast scope above link-local counts as global). Every interface has a
-  // link-local address; a host description that lists none cannot say which.
+  // (ipv6_addr_scope: multicast scope 5 is site-local, 0xe global), none of it: dropped. Every
+  // interface has a link-local address; a host description that lists none cannot say which.
   it.each([
     ['2001:db8::10', '2001:db8::10', undefined],
     ['ff02::1', 'fe80::10', undefined],
-    ['ff05::2', '2001:db8::10', undefined],
+    ['ff0e::2', '2001:db8::10', undefined],
     ['ff02::1', undefined, 'redirect of a link-local destination: the host description lists no link-local address on eth0'],
   ] as const)('IPv6 redirect of a packet to %s goes to %s', (dst, to, unsupported) => {
     const host = unsupported ? HOST : { interfaces: [{ name: 'eth0', addresses: ['2001:db8::10/64', 'fe80::10/64'] }] };
     const o = simulateOne(chain('ip6', 'nat', 'c', 'type nat hook prerouting priority dstnat;', '\t\tredirect'), { iif: 'eth0', src: '2001:db8::99', dst, protocol: 'udp', sport: 40000, dport: 53 }, host);
     if (unsupported) return expect(o.trace[0]).toMatchObject({ kind: 'unsupported', reason: expect.stringContaining(unsupported) });
     expect(o.nat.map((n) => n.to)).toEqual([to]);
+  });
+
+  it('IPv6 redirect of a packet to a site-local group, with no site-local address, drops it', () => {
+    const o = simulateOne(chain('ip6', 'nat', 'c', 'type nat hook prerouting priority dstnat;', '\t\tredirect'), { iif: 'eth0', src: '2001:db8::99', dst: 'ff05::2', protocol: 'udp', sport: 40000, dport: 53 });
+    expect(o).toMatchObject({ disposition: 'dropped', verdict: 'drop', nat: [] });
+    expect(steps(o)).toEqual(['nat c rule drop']);
   });
 
   it('redirect sends to the input interface\'s address', () => {

@@ -65,6 +65,8 @@ const TCP_FLAG_BITS: readonly (readonly [string, number])[] = [
 /** ICMP and ICMPv6 echo types (include/uapi/linux/icmp.h, icmpv6.h). */
 const ECHO_TYPES = { icmp: { 'echo-request': 8, 'echo-reply': 0 }, icmpv6: { 'echo-request': 128, 'echo-reply': 129 } } as const;
 const DEFAULT_PORTS = { sport: 40000, dport: 80 };
+/** The TCP sequence number of a packet that gives none. */
+export const DEFAULT_SEQ = 0x1000_0000;
 
 /** The IP version of an address, or an error naming it. */
 export function findIpFamily(address: string): 'ip' | 'ip6' {
@@ -119,7 +121,7 @@ function craftTransport(packet: KernelPacket, protocol: KernelProtocol, src: Buf
       segment = Buffer.alloc(20);
       segment.writeUInt16BE(sport, 0);
       segment.writeUInt16BE(dport, 2);
-      segment.writeUInt32BE(packet.tcpSeq ?? 0x1000_0000, 4);
+      segment.writeUInt32BE(packet.tcpSeq ?? DEFAULT_SEQ, 4);
       segment.writeUInt32BE(packet.tcpAck ?? 0, 8);
       segment.writeUInt8(5 << 4, 12);
       segment.writeUInt8(encodeTcpFlags(packet.tcpFlags ?? 'syn'), 13);

@@ -17,7 +17,7 @@ import path from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { createNamespace, deleteNamespace, runInNamespace, runInNamespaceOrThrow } from '../helpers/network-namespace.mjs';
-import { craftPacket, encodeAddress, findIpFamily, parseFrame, type KernelPacket, type SeenPacket } from './craft-packet.js';
+import { craftPacket, DEFAULT_SEQ, encodeAddress, findIpFamily, parseFrame, type KernelPacket, type SeenPacket } from './craft-packet.js';
 import { parseNftTraceLine, type TraceEvent, type TracePacketLine } from './parse-nft-trace.js';
 
 export interface HostInterface {
@@ -610,8 +610,7 @@ class CaseRunner {
   }
 }
 
-/** craft-packet.ts's default sequence number, and the one a reply starts from. */
-export const DEFAULT_SEQ = 0x1000_0000;
+/** The sequence number a reply starts from. */
 export const REPLY_SEQ = 0x2000_0000;
 
 /** The addresses and ports of a trace `packet:` line (an ICMP echo's identifier as sport). */
