@@ -504,21 +504,25 @@ function natValue(expr: Expr | undefined, ctx: SimContext): NatValue | undefined
  * given), else the kernel's pick by hash (pick-range-address.ts). */
 function rangeAddress(plan: NatPlan, range: NatValue, ctx: SimContext): bigint {
   const p = ctx.pkt;
-  if (plan.wants === 'src' && !plan.random && p.src.n >= range.low && p.src.n <= range.high) {
+  if (plan.wants === 'src' && !plan.random && isWithin(p.src.n, range)) {
     // With a port range, the packet's port must be in it too (nf_nat_inet_in_range; a packet
     // without ports is taken as out of it, where the kernel compares an ICMP id or lets it be).
     const port = plan.port && natValue(plan.port, ctx);
-    if (!port || (typeof p.sport === 'number' && BigInt(p.sport) >= port.low && BigInt(p.sport) <= port.high)) return p.src.n;
+    if (!port || (typeof p.sport === 'number' && isWithin(BigInt(p.sport), port))) return p.src.n;
   }
   return pickRangeAddress({ src: p.src, dst: p.dst, zone: ctx.ct.zone }, plan.wants, range.low, range.high, plan.persistent);
 }
 
-function pickRangePort(range: Extract<Expr, { kind: 'range' }>, port: number, wants: NatManip, ctx: SimContext): number | undefined {
-  const low = natPart(range.low, ctx);
-  const high = natPart(range.high, ctx);
-  if (typeof low !== 'bigint' || typeof high !== 'bigint') return undefined;
-  if (port >= Number(low) && port <= Number(high)) return port;
-  return wants === 'dst' ? Number(low) : undefined;
+/** The port a NAT to a port range gives without random flags: the packet's when it is in the
+ * range (get_unique_tuple keeps an unused tuple in range); else DNAT's is the range's first
+ * (nf_nat_l4proto_unique_tuple's offset 0 for the destination), SNAT's random (undefined). */
+function pickRangePort(range: NatValue, port: number, wants: NatManip): number | undefined {
+  if (isWithin(BigInt(port), range)) return port;
+  return wants === 'dst' ? Number(range.low) : undefined;
+}
+
+function isWithin(n: bigint, range: NatValue): boolean {
+  return n >= range.low && n <= range.high;
 }
 
 /** A NAT address or port: nft types `dnat to 10.0.0.1:80` from the table family, which the
@@ -674,12 +678,9 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   const random = plan.random;
   const rewrite = wants === 'dst' ? 'dport' : 'sport';
   const oldPort = p[rewrite];
-  // A port range without random flags: the port stays when it is in the range (nf_nat_core.c
-  // get_unique_tuple, while that tuple is unused); out of it, DNAT takes the range's first
-  // (nf_nat_l4proto_unique_tuple's offset 0 for the destination), SNAT a random one.
-  const range = portExpr === plan.port ? plan.portRange : undefined;
-  const picked = !random && range && typeof oldPort === 'number' ? pickRangePort(range, oldPort, wants, ctx) : undefined;
-  const port = picked === undefined ? (portValue ?? natValue(portExpr, ctx)) : undefined;
+  const range = portExpr === plan.port && plan.portRange ? natValue(plan.portRange, ctx) : undefined;
+  const picked = !random && range && typeof oldPort === 'number' ? pickRangePort(range, oldPort, wants) : undefined;
+  const port = picked === undefined ? (portValue ?? range ?? natValue(portExpr, ctx)) : undefined;
   let portText: string | undefined;
   if (picked !== undefined) {
     portText = String(picked);
