@@ -704,6 +704,22 @@ COMMIT
       rulesets: [nft(`table ${family} n {\n  chain c {\n    type nat hook ${nat.startsWith('dnat') ? 'prerouting priority dstnat' : 'postrouting priority srcnat'}; policy accept;\n    ${nat}\n  }\n}\n`)],
       packet: { iif: 'eth0', src, dst, protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' } as const,
     })),
+    ...(
+      [
+        // The ingress hook (__netif_receive_skb_core → nf_ingress) runs the netdev and inet
+        // ingress chains of the input device, by priority, before ip_rcv and prerouting; conntrack
+        // has not run (ct state invalid).
+        ['a netdev ingress mark is what prerouting sees', 'table netdev d {\n  chain in {\n    type filter hook ingress device "eth0" priority 0; policy accept;\n    meta mark set 0x10\n  }\n}\ntable inet t {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    meta mark 0x10 meta mark set mark or 0x1\n  }\n}\n', 80],
+        ['an inet ingress drop ends the packet before prerouting', 'table inet t {\n  chain in {\n    type filter hook ingress device "eth0" priority 0; policy accept;\n    tcp dport 22 drop\n  }\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    meta mark set 0x1\n  }\n}\n', 22],
+        ['an ingress chain of another device is not on the way', 'table netdev d {\n  chain in {\n    type filter hook ingress device "eth1" priority 0; policy accept;\n    meta mark set 0x10\n  }\n}\n', 80],
+        ['netdev and inet ingress chains run by priority', 'table inet t {\n  chain in {\n    type filter hook ingress device "eth0" priority 10; policy accept;\n    meta mark 0x1 meta mark set 0x3\n  }\n}\ntable netdev d {\n  chain in {\n    type filter hook ingress device "eth0" priority -10; policy accept;\n    meta mark set 0x1\n  }\n}\n', 80],
+        ['ct state at ingress is invalid', 'table inet t {\n  chain in {\n    type filter hook ingress device "eth0" priority 0; policy accept;\n    ct state invalid meta mark set 0x7\n    ct state new meta mark set 0x8\n  }\n}\n', 80],
+      ] as const
+    ).map(([name, text, dport]) => ({
+      name,
+      rulesets: [nft(text)],
+      packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport, tcpFlags: 'syn' } as const,
+    })),
     {
       // ipv6_addr_scope: a group of scope 5 is site-local; the interface has no site-local
       // address, so nf_nat_redirect_ipv6 drops the packet (the review found nftsim took the

@@ -482,7 +482,7 @@ class CaseRunner {
    * in it cannot remove it): every process start counts.
    */
   private loadRulesets(rulesets: readonly KernelRuleset[], mark: string | number | undefined): ReadonlyMap<string, ListedChain> {
-    const trace = traceTable(parseMark(mark));
+    const trace = traceTable(parseMark(mark), this.host.interfaces.map((iface) => iface.name));
     const [first] = rulesets;
     if (first?.kind !== 'nft') this.runOrThrow(['nft', '-f', '-'], `flush ruleset\n${trace}`, 'the trace table');
     rulesets.forEach((ruleset, index) => {
@@ -688,21 +688,30 @@ function parseMark(mark: string | number | undefined): number {
 }
 
 /**
- * The harness's own table: traces every packet from the first hook on, drops the sentinel, and
- * gives a packet from outside its initial mark. At output it lets through only packets of a
+ * The harness's own table: traces every packet from the first hook on (ingress for a packet from
+ * outside), drops the sentinel, and gives a packet from outside its initial mark. At output it lets through only packets of a
  * socket (the harness's own are root's): what the node's stack makes in answer (a TCP reset or an
  * ICMP error for a closed port, an echo reply, a reject's answer) is dropped before any other
  * chain and conntrack see it, as nftsim simulates only the packets it is given; a flow's reply
  * from the node is the harness's. Priority -500 comes before every usual chain
  * (raw is -300, conntrack -200). Its end_* chains only show the packet got that far.
  */
-function traceTable(mark: number): string {
+function traceTable(mark: number, interfaces: readonly string[]): string {
   const sentinel = `udp sport ${SENTINEL_PORT} udp dport ${SENTINEL_PORT} drop`;
+  const setMark = mark === 0 ? '' : `\n    meta mark set ${mark}`;
+  // A packet from outside is traced and gets its mark at ingress, before any chain of the
+  // rulesets (an ingress chain of theirs may change the mark, which prerouting then sees). The
+  // sentinel is traced from prerouting only, as before ingress chains were traced: its skb may
+  // reuse the case packet's, and with it the trace id.
+  const ingress = interfaces.map(
+    (name, i) =>
+      `  chain in${i} {\n    type filter hook ingress device "${name}" priority -500; policy accept;\n    udp sport ${SENTINEL_PORT} udp dport ${SENTINEL_PORT} accept\n    meta nftrace set 1${setMark}\n  }\n`,
+  );
   return `table inet ${TRACE_TABLE} {
-  chain pre {
+${ingress.join('')}  chain pre {
     type filter hook prerouting priority -500; policy accept;
     meta nftrace set 1
-    ${sentinel}${mark === 0 ? '' : `\n    meta mark set ${mark}`}
+    ${sentinel}
   }
   chain out {
     type filter hook output priority -500; policy drop;
