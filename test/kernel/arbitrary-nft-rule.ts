@@ -8,7 +8,7 @@
 import fc from 'fast-check';
 import { ADDRESSES, withPort, type AddressFamily } from './generated-host.js';
 
-export type Hook = 'prerouting' | 'input' | 'forward' | 'output' | 'postrouting';
+export type Hook = 'ingress' | 'prerouting' | 'input' | 'forward' | 'output' | 'postrouting';
 export type TableFamily = 'ip' | 'ip6' | 'inet';
 export type NatKind = 'dnat' | 'snat' | 'masquerade' | 'redirect';
 
@@ -58,6 +58,8 @@ export interface GenRule {
 }
 
 const MARKS = ['0x0', '0x1', '0x10', '0x20', '0x4000', '0x4010', '0x1bd20'];
+/** Hooks where the generated fib types go (nft_fib.c nft_fib_validate; not ingress). */
+const FIB_TYPE_HOOKS: readonly Hook[] = ['prerouting', 'input', 'forward', 'output', 'postrouting'];
 /** Hooks where fib's oif results and `fib … . iif` are allowed (nft_fib.c nft_fib_validate). */
 const FIB_OIF_HOOKS: readonly Hook[] = ['prerouting', 'input', 'forward'];
 /** Before conntrack only: ct zone set (nft_ct.c nft_ct_set_validate) and notrack (meaningful). */
@@ -88,7 +90,7 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   fc.constant({ text: 'iifname != "eth0"' }),
   fc.constant({ text: 'meta pkttype host' }),
   fc.constantFrom('0', '1000').map((u) => ({ text: `meta skuid ${u}` })),
-  fc.constantFrom('daddr type local', 'daddr type unicast', 'saddr type local').map((f) => ({ text: `fib ${f}` })),
+  fc.constantFrom('daddr type local', 'daddr type unicast', 'saddr type local').map((f) => ({ text: `fib ${f}`, hooks: FIB_TYPE_HOOKS })),
   fc.constant({ text: 'fib saddr . iif oif missing', hooks: FIB_OIF_HOOKS }),
   fc.constantFrom('fib daddr oif "eth1"', 'fib daddr oif missing').map((text) => ({ text, hooks: FIB_OIF_HOOKS })),
   fc.constant({ text: 'meta random < 2147483648' }),
@@ -234,6 +236,7 @@ export function arbitraryNftRule(family: TableFamily): fc.Arbitrary<GenRule> {
 /** The NAT statements a nat chain at each hook may hold (masquerade: postrouting only, as
  * nft_masq_validate allows; redirect: prerouting and output). */
 export const NAT_KINDS_AT: Readonly<Record<Hook, readonly NatKind[]>> = {
+  ingress: [],
   prerouting: ['dnat', 'redirect'],
   output: ['dnat', 'redirect'],
   input: ['snat'],
@@ -276,7 +279,11 @@ export function renderNftRule(rule: GenRule, place: RenderPlace): string {
   }
   // A NAT statement is terminal (it accepts): nft refuses a verdict after it.
   const verdict = hasNat ? undefined : rule.verdict;
-  const later = place.regularCount - (place.from + 1);
+  // At ingress the harness's sentinel (UDP, right after the case packet on the same device) meets
+  // the rules too: they drop only TCP, and jump nowhere (a regular chain may drop anything).
+  const ingress = place.hook === 'ingress';
+  const mayDrop = !ingress || proto === 'tcp';
+  const later = ingress ? 0 : place.regularCount - (place.from + 1);
   const jumpTarget = later > 0 ? `c${place.from + 1 + (rule.target % later)}` : undefined;
   if (verdict) {
     switch (verdict.kind) {
@@ -285,15 +292,17 @@ export function renderNftRule(rule: GenRule, place: RenderPlace): string {
         if (jumpTarget) parts.push(`${verdict.kind} ${jumpTarget}`);
         break;
       case 'vmap':
-        parts.push(verdict.text.replace('JUMP', jumpTarget ? `jump ${jumpTarget}` : 'accept'));
+        if (mayDrop || !verdict.text.includes('drop')) parts.push(verdict.text.replace('JUMP', jumpTarget ? `jump ${jumpTarget}` : 'accept'));
         break;
       case 'reject':
         if (place.hook !== undefined && REJECT_HOOKS.includes(place.hook)) parts.push(renderReject(verdict.with, proto, place.family));
         break;
       case 'accept':
-      case 'drop':
       case 'return':
         parts.push(verdict.kind);
+        break;
+      case 'drop':
+        if (mayDrop) parts.push(verdict.kind);
         break;
       default: {
         const exhaustive: never = verdict;

@@ -6,7 +6,7 @@
 // order, and an iptables-save dump loaded with iptables-nft-restore before or after them
 // (arbitrary-iptables-dump.ts); filter base chains at every hook with priorities from a small set
 // (equal priorities across tables happen often, and raw-priority chains run before conntrack
-// attaches); nat base chains at prerouting, input, output and postrouting, at srcnat/dstnat and
+// attaches), in inet tables at the ingress of either interface too; nat base chains at prerouting, input, output and postrouting, at srcnat/dstnat and
 // a neighbouring priority; regular chains reached by jump and goto (only towards later chains: no
 // loops, which nft refuses); return; accept, drop, reject (plain, tcp reset, icmp, icmpx) and
 // the policies; the matches, statements, NAT statements and verdict maps of arbitrary-nft-rule.ts
@@ -32,6 +32,8 @@ export { GENERATED_HOST } from './generated-host.js';
 interface GenBase {
   readonly type: 'filter' | 'nat';
   readonly hook: Hook;
+  /** The device of an ingress chain. */
+  readonly device?: 'eth0' | 'eth1';
   readonly priority: number;
   readonly policy: 'accept' | 'drop';
 }
@@ -81,10 +83,24 @@ const arbitraryBase: fc.Arbitrary<GenBase> = fc.oneof(
   ),
 );
 
+/** An inet table's ingress chain on one of the interfaces (netdev's ingress hook, in inet tables
+ * since Linux 5.10). */
+const arbitraryIngressBase: fc.Arbitrary<GenBase> = fc.record({
+  type: fc.constant('filter' as const),
+  hook: fc.constant('ingress' as const),
+  device: fc.constantFrom('eth0' as const, 'eth1' as const),
+  priority: fc.constantFrom(...FILTER_PRIORITIES),
+  // The harness's sentinel comes in on the same device (arbitrary-nft-rule.ts renderNftRule).
+  policy: fc.constant('accept' as const),
+});
+
 const arbitraryTable: fc.Arbitrary<GenTable> = fc.constantFrom<TableFamily>('ip', 'ip', 'ip6', 'inet', 'inet').chain((family) =>
   fc.record({
     family: fc.constant(family),
-    bases: fc.array(fc.tuple(arbitraryBase, fc.array(arbitraryNftRule(family), { maxLength: 4 })).map(([base, rules]) => ({ ...base, rules })), { minLength: 1, maxLength: 3 }),
+    bases: fc.array(
+      fc.tuple(family === 'inet' ? fc.oneof({ arbitrary: arbitraryBase, weight: 5 }, { arbitrary: arbitraryIngressBase, weight: 1 }) : arbitraryBase, fc.array(arbitraryNftRule(family), { maxLength: 4 })).map(([base, rules]) => ({ ...base, rules })),
+      { minLength: 1, maxLength: 3 },
+    ),
     regular: fc.array(fc.array(arbitraryNftRule(family), { maxLength: 3 }), { maxLength: 3 }),
     set4: fc.subarray([...ADDRESSES.ip.setElements], { minLength: 1 }),
     set6: fc.subarray([...ADDRESSES.ip6.setElements], { minLength: 1 }),
@@ -141,7 +157,8 @@ function renderTable(table: GenTable, index: number): string {
     lines.push('  }');
   });
   table.bases.forEach((base, i) => {
-    lines.push(`  chain b${i} {`, `    type ${base.type} hook ${base.hook} priority ${base.priority}; policy ${base.policy};`);
+    const device = base.device ? ` device "${base.device}"` : '';
+    lines.push(`  chain b${i} {`, `    type ${base.type} hook ${base.hook}${device} priority ${base.priority}; policy ${base.policy};`);
     const natKinds = base.type === 'nat' ? NAT_KINDS_AT[base.hook] : [];
     for (const rule of base.rules) lines.push(`    ${renderNftRule(rule, { family: table.family, hook: base.hook, priority: base.priority, from: -1, regularCount, natKinds })}`);
     lines.push('  }');
