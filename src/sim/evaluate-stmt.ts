@@ -499,16 +499,24 @@ function natValue(expr: Expr | undefined, ctx: SimContext): NatValue | undefined
   return { low: value, high: value };
 }
 
-/** The address of a range a connection gets (nf_nat_core.c get_unique_tuple): for SNAT without
- * random flags the packet's own source when it is in the range (and its port in the port range
- * given), else the kernel's pick by hash (pick-range-address.ts). */
+/** The address of a range a connection gets (nf_nat_core.c get_unique_tuple). For SNAT without
+ * random flags: the packet's own source when it is in the range (and its port in the port range
+ * given); else the source another connection from the same address and port was mapped to, when
+ * it is in the range (find_appropriate_src, over the connections of the flow so far). Else the
+ * kernel's pick by hash (pick-range-address.ts). */
 function rangeAddress(plan: NatPlan, range: NatValue, ctx: SimContext): bigint {
   const p = ctx.pkt;
-  if (plan.wants === 'src' && !plan.random && isWithin(p.src.n, range)) {
-    // With a port range, the packet's port must be in it too (nf_nat_inet_in_range; a packet
-    // without ports is taken as out of it, where the kernel compares an ICMP id or lets it be).
+  if (plan.wants === 'src' && !plan.random) {
+    // With a port range, the port must be in it too (nf_nat_inet_in_range; a packet without
+    // ports is taken as out of it, where the kernel compares an ICMP id or lets it be).
     const port = plan.port && natValue(plan.port, ctx);
-    if (!port || (typeof p.sport === 'number' && isWithin(BigInt(p.sport), port))) return p.src.n;
+    const isInRange = (address: bigint, sport: number | string | undefined): boolean =>
+      isWithin(address, range) && (!port || (typeof sport === 'number' && isWithin(BigInt(sport), port)));
+    if (isInRange(p.src.n, p.sport)) return p.src.n;
+    const mapped = ctx.conn.table.entries.find(
+      ({ original: o, reply: r }) => o.family === p.src.family && o.src === p.src.n && o.sport === p.sport && o.l4proto === p.l4proto && o.zone === ctx.ct.zone && isInRange(r.dst, r.dport),
+    );
+    if (mapped) return mapped.reply.dst;
   }
   return pickRangeAddress({ src: p.src, dst: p.dst, zone: ctx.ct.zone }, plan.wants, range.low, range.high, plan.persistent);
 }

@@ -324,6 +324,17 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' }, { reply: true }, { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' }],
     },
     {
+      // get_unique_tuple → find_appropriate_src: a new connection from a source address and port
+      // another connection was mapped from reuses that mapping when it is in the range (here
+      // .90, where the new connection's own hash picks .91).
+      name: 'SNAT to a range: a second connection from the same source address and port gets the first one\'s address',
+      rulesets: rules('table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    snat to 198.51.100.90-198.51.100.95\n  }\n}\n'),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 },
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.30', protocol: 'udp', sport: 40000, dport: 53 },
+      ],
+    },
+    {
       // The node answers what it took in: the reply leaves through output, un-redirected there
       // (its source back to the address the client used).
       name: 'a redirected SYN, the node\'s SYN-ACK and the client\'s ACK',

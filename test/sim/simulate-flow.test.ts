@@ -2,6 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { simulateFlow, type FlowInput } from '../../src/sim/simulate-flow.js';
 import { simulatePacket } from '../../src/sim/simulate-packet.js';
 import type { Outcome } from '../../src/sim/outcome.js';
+import { formatAddress, parseAddress } from '../../src/sim/address.js';
+import { pickRangeAddress } from '../../src/sim/pick-range-address.js';
 import { HOST, parse, steps } from './helpers.js';
 
 function flow(text: string, packets: FlowInput['packets'], options = {}) {
@@ -130,6 +132,19 @@ describe('NAT mappings across the packets of a flow', () => {
     expect(reply!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['dnat', '192.0.2.10:80', 'reply']]);
     expect(next!.packet.dst).toBe(picked);
     expect(next!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['dnat', `${picked}:80`, 'original']]);
+  });
+
+  // get_unique_tuple → find_appropriate_src: a new connection from the same source address and
+  // port reuses the address an earlier one was mapped to, where its own hash picks another
+  // (kernel flow row "SNAT to a range: a second connection …").
+  it('maps a second connection from the same source address and port to the first one\'s SNAT address', () => {
+    const text = 'table ip nat {\n  chain post { type nat hook postrouting priority srcnat; policy accept; snat to 10.244.0.50-10.244.0.59 }\n}';
+    const udp = { iif: 'eth0', src: '192.0.2.99', protocol: 'udp', sport: 5555, dport: 53 } as const;
+    const [first, second] = only(text, [{ ...udp, dst: '10.244.1.5' }, { ...udp, dst: '10.244.1.6' }]);
+    const ownPick = pickRangeAddress({ src: parseAddress('192.0.2.99')!, dst: parseAddress('10.244.1.6')!, zone: 0 }, 'src', parseAddress('10.244.0.50')!.n, parseAddress('10.244.0.59')!.n, false);
+    expect(formatAddress({ family: 'ip', n: ownPick })).not.toBe(first!.packet.src);
+    expect(second!.packet.src).toBe(first!.packet.src);
+    expect(second!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['snat', first!.packet.src, undefined]]);
   });
 
   it('opens no connection for a dropped packet: the next one is new and meets the nat chains again', () => {
