@@ -726,6 +726,7 @@ COMMIT
         ['netdev and inet ingress chains run by priority', 'table inet t {\n  chain in {\n    type filter hook ingress device "eth0" priority 10; policy accept;\n    meta mark 0x1 meta mark set 0x3\n  }\n}\ntable netdev d {\n  chain in {\n    type filter hook ingress device "eth0" priority -10; policy accept;\n    meta mark set 0x1\n  }\n}\n', 80],
         // The harness's sentinel (UDP 9 → 9) comes in on the same device: the chain lets it pass.
         ['an ingress chain\'s drop policy', 'table inet t {\n  chain in {\n    type filter hook ingress device "eth0" priority 0; policy drop;\n    udp dport 9 accept\n    tcp dport 80 accept\n  }\n}\n', 22],
+        ['a jump from an ingress chain', 'table inet t {\n  chain c {\n    tcp dport 80 meta mark set 0x5\n  }\n  chain in {\n    type filter hook ingress device "eth0" priority 0; policy accept;\n    jump c\n    meta mark 0x5 meta mark set mark or 0x10\n  }\n}\n', 80],
         ['ct state at ingress is invalid', 'table inet t {\n  chain in {\n    type filter hook ingress device "eth0" priority 0; policy accept;\n    ct state invalid meta mark set 0x7\n    ct state new meta mark set 0x8\n  }\n}\n', 80],
       ] as const
     ).map(([name, text, dport]) => ({
