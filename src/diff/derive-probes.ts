@@ -12,7 +12,7 @@
 
 import type { Chain, Expr, Rule, Ruleset, Stmt, Table } from '../model/ast.js';
 import { familyBits, formatAddress, parseAddress, parseCidr, prefixMask, type Address, type AddressFamily } from '../sim/address.js';
-import { lookupRoute, type Host } from '../sim/host.js';
+import { lookupRoute, primaryAddress, type Host } from '../sim/host.js';
 import type { PacketInput } from '../sim/packet.js';
 import { chainKey } from './rule-keys.js';
 import { pushToList } from './push-to-list.js';
@@ -562,7 +562,7 @@ function remoteRepresentative(host: Host): Address | undefined {
 /** A peer behind `iif`: a host of its connected network other than its own address, else a
  * TEST-NET-3 address (the world behind a default route). */
 function sourceRepresentative(host: Host, iif: string): Address {
-  const a = host.interfaces.find((i) => i.name === iif)?.addresses.find((c) => c.family === 'ip');
+  const a = primaryAddress(host, iif, 'ip');
   if (a && a.prefix < 31) {
     const net = a.n & prefixMask(32, a.prefix);
     return { family: 'ip', n: net + 2n === a.n ? net + 3n : net + 2n };

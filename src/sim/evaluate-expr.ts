@@ -5,7 +5,7 @@
 import type { Expr, Literal, NamedSet, Relational } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, formatAddress, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
-import { isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute } from './host.js';
+import { isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute, primaryAddress } from './host.js';
 import { CT_STATE_BITS } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
@@ -381,12 +381,12 @@ function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValu
 
 /** nft_fib6_flowi_init pins the lookup of a link-local address (fe80::/10, ff02::/16) to one
  * interface (RT6_LOOKUP_F_IFACE): the `iif` or `oif` the expression names, else the packet's
- * device (the input one until postrouting). Every interface with an IPv6 address has its
- * fe80::/64 and ff00::/8 routes, so the result is that interface when it has one. */
+ * device (the input one until postrouting). An interface with IPv6 on has its fe80::/64 and
+ * ff00::/8 routes (addrconf_add_dev), so the result is that interface; one the host description
+ * gives no IPv6 address is taken to have IPv6 off (a real one lists its link-local address). */
 function linkLocalRouteDev(flags: readonly string[], ctx: SimContext): string | undefined {
   const dev = flags.includes('iif') ? ctx.iif : flags.includes('oif') || ctx.hook === 'output' || ctx.hook === 'postrouting' ? ctx.oif : ctx.iif;
-  const iface = dev === undefined ? undefined : ctx.host.interfaces.find((i) => i.name === dev);
-  return iface?.addresses.some((c) => c.family === 'ip6') ? dev : undefined;
+  return dev !== undefined && primaryAddress(ctx.host, dev, 'ip6') ? dev : undefined;
 }
 
 function multicastBeyondLink(address: Address): never {

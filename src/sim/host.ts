@@ -229,8 +229,7 @@ export function linkPacketType(host: Host, ifname: string, address: Address): nu
   if (isMulticastAddress(address)) return PACKET_TYPE.multicast;
   if (!mayBeBroadcast(address)) return PACKET_TYPE.host;
   if (address.n === LIMITED_BROADCAST) return PACKET_TYPE.broadcast;
-  const iface = host.interfaces.find((i) => i.name === ifname);
-  return iface && isSubnetBroadcast(iface.addresses, address) ? PACKET_TYPE.broadcast : PACKET_TYPE.host;
+  return isSubnetBroadcast(addressesOf(host, ifname), address) ? PACKET_TYPE.broadcast : PACKET_TYPE.host;
 }
 
 /** 255.255.255.255 (ipv4_is_lbcast). */
@@ -269,11 +268,8 @@ export function joinsGroup(host: Host, ifname: string, group: Address): boolean 
   if (host.forwarding && group.n === IPV6_ALL_ROUTERS) return true;
   if (group.n >> 24n !== IPV6_SOLICITED_NODE >> 24n) return false;
   const low = group.n & 0xffffffn;
-  const iface = host.interfaces.find((i) => i.name === ifname);
-  return (
-    iface?.addresses.some(
-      (c) => c.family === 'ip6' && ((c.n & 0xffffffn) === low || (host.forwarding && c.prefix < 127 && isSolicitedByAnycast(c, low))),
-    ) ?? false
+  return addressesOf(host, ifname).some(
+    (c) => c.family === 'ip6' && ((c.n & 0xffffffn) === low || (host.forwarding && c.prefix < 127 && isSolicitedByAnycast(c, low))),
   );
 }
 
@@ -315,7 +311,12 @@ export function lookupRoute(host: Host, address: Address): HostRoute | undefined
 /** The interface's primary address of `family` (the first listed), as masquerade picks it
  * (inet_select_addr / ipv6_dev_get_saddr): the host's own object, the same for every call. */
 export function primaryAddress(host: Host, ifname: string, family: AddressFamily): Cidr | undefined {
-  return host.interfaces.find((iface) => iface.name === ifname)?.addresses.find((c) => c.family === family);
+  return addressesOf(host, ifname).find((c) => c.family === family);
+}
+
+/** The addresses of interface `ifname`, none for an interface the host does not have. */
+function addressesOf(host: Host, ifname: string): readonly Cidr[] {
+  return host.interfaces.find((iface) => iface.name === ifname)?.addresses ?? [];
 }
 
 /** The address `redirect` sends a received IPv6 packet to (nf_nat_redirect_ipv6): the first of
@@ -323,7 +324,7 @@ export function primaryAddress(host: Host, ifname: string, family: AddressFamily
  * kernel drops the packet). */
 export function ipv6RedirectAddress(host: Host, ifname: string, dst: Address): Cidr | undefined {
   const scope = ipv6Scope(dst.n);
-  return host.interfaces.find((iface) => iface.name === ifname)?.addresses.find((c) => c.family === 'ip6' && ipv6Scope(c.n) === scope);
+  return addressesOf(host, ifname).find((c) => c.family === 'ip6' && ipv6Scope(c.n) === scope);
 }
 
 /** ipv6_addr_scope: loopback (::1, and multicast of scope 1), link-local (fe80::/10, multicast of

@@ -118,16 +118,20 @@ describe('paths and the routing decision', () => {
   });
 
   // nft_fib6_flowi_init pins the lookup of a link-local address to the packet's interface:
-  // eth0 has ff00::/8 (it has an IPv6 address), wt0 has no IPv6 address and so no such route.
+  // eth0 has ff00::/8 (it has an IPv6 address); wt0, which the host description gives no IPv6
+  // address, is taken to have IPv6 off and so no such route (`fib daddr oif missing`).
   // Other multicast scopes pick among every interface's route: not modelled.
   it.each([
-    ['ff02::1 from eth0', 'eth0', '2001:db8::99', 'ff02::1', 'continue'],
-    ['fe80::1 from eth0', 'eth0', '2001:db8::99', 'fe80::1', 'continue'],
-  ])('fib daddr oif of %s is the input interface', (_name, iif, src, dst, verdict) => {
-    const text = 'table ip6 t {\n\tchain pre { type filter hook prerouting priority 0; fib daddr oif "eth0" meta mark set 0x1; }\n}\n';
-    const o = simulateOne(text, { iif, src, dst, protocol: 'udp', sport: 40000, dport: 5000 });
-    expect(o.trace.filter((e) => e.kind === 'rule').map((e) => e.verdict)).toEqual([verdict]);
-    expect(o.trace[0]!.mark).toBe('0x00000001');
+    ['ff02::1 from eth0', 'eth0', 'ff02::1', 'eth0'],
+    ['fe80::1 from eth0', 'eth0', 'fe80::1', 'eth0'],
+    ['fe80::1 from wt0', 'wt0', 'fe80::1', 'missing'],
+  ])('fib daddr oif of %s is %s', (_name, iif, dst, oif) => {
+    const text = 'table ip6 t {\n\tchain pre { type filter hook prerouting priority 0; fib daddr oif "eth0" meta mark set 0x1; fib daddr oif missing meta mark set 0x2; }\n}\n';
+    const o = simulateOne(text, { iif, src: '2001:db8::99', dst, protocol: 'udp', sport: 40000, dport: 5000 });
+    const mark = oif === 'missing' ? '0x00000002' : '0x00000001';
+    expect(o.trace.filter((e) => e.kind === 'rule').map((e) => e.verdict)).toEqual(['continue']);
+    expect(o.trace[0]!.mark).toBe(mark);
+    expect(o.mark).toBe(mark);
   });
 
   it('fib daddr oif of a multicast group beyond link scope is not modelled', () => {
