@@ -98,13 +98,12 @@ export function jhash(key: Uint8Array, seed: number): number {
   let a = (0xdeadbeef + key.length + seed) >>> 0;
   let b = a;
   let c = a;
-  const word = (buf: Uint8Array, at: number): number => (buf[at]! | (buf[at + 1]! << 8) | (buf[at + 2]! << 16) | (buf[at + 3]! << 24)) >>> 0;
   let at = 0;
   let length = key.length;
   while (length > 12) {
-    a = (a + word(key, at)) >>> 0;
-    b = (b + word(key, at + 4)) >>> 0;
-    c = (c + word(key, at + 8)) >>> 0;
+    a = (a + cpuWord(key, at)) >>> 0;
+    b = (b + cpuWord(key, at + 4)) >>> 0;
+    c = (c + cpuWord(key, at + 8)) >>> 0;
     // __jhash_mix
     a = (a - c) >>> 0; a = (a ^ rol(c, 4)) >>> 0; c = (c + b) >>> 0;
     b = (b - a) >>> 0; b = (b ^ rol(a, 6)) >>> 0; a = (a + c) >>> 0;
@@ -118,9 +117,9 @@ export function jhash(key: Uint8Array, seed: number): number {
   if (length === 0) return c;
   const tail = new Uint8Array(12);
   tail.set(key.subarray(at, at + length));
-  a = (a + word(tail, 0)) >>> 0;
-  b = (b + word(tail, 4)) >>> 0;
-  c = (c + word(tail, 8)) >>> 0;
+  a = (a + cpuWord(tail, 0)) >>> 0;
+  b = (b + cpuWord(tail, 4)) >>> 0;
+  c = (c + cpuWord(tail, 8)) >>> 0;
   // __jhash_final
   c = (c ^ b) >>> 0; c = (c - rol(b, 14)) >>> 0;
   a = (a ^ c) >>> 0; a = (a - rol(c, 11)) >>> 0;
@@ -130,6 +129,11 @@ export function jhash(key: Uint8Array, seed: number): number {
   b = (b ^ a) >>> 0; b = (b - rol(a, 14)) >>> 0;
   c = (c ^ b) >>> 0; c = (c - rol(b, 24)) >>> 0;
   return c;
+}
+
+/** The 32-bit word at `at` in the CPU's byte order (__get_unaligned_cpu32): little-endian. */
+export function cpuWord(buf: Uint8Array, at: number): number {
+  return (buf[at]! | (buf[at + 1]! << 8) | (buf[at + 2]! << 16) | (buf[at + 3]! << 24)) >>> 0;
 }
 
 /** Host-order (little-endian) 32-bit registers: meta and ct keys nft loads as host integers. */

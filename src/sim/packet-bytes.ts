@@ -245,7 +245,8 @@ function internetChecksum(parts: readonly Uint8Array[]): number {
   return ~sum & 0xffff;
 }
 
-function writeBigint(buf: Uint8Array, at: number, bytes: number, n: bigint): void {
+/** Writes `n` big-endian into `bytes` bytes of `buf` from `at`. */
+export function writeBigint(buf: Uint8Array, at: number, bytes: number, n: bigint): void {
   for (let i = bytes - 1; i >= 0; i--) {
     buf[at + i] = Number(n & 0xffn);
     n >>= 8n;

@@ -3,8 +3,9 @@
 // IP ... even across reboots", nf_nat_core.c find_best_ips_proto), so nftsim computes the pick.
 
 import type { Address } from './address.js';
-import { jhash } from './evaluate-special-expr.js';
+import { cpuWord, jhash } from './evaluate-special-expr.js';
 import type { NatManip } from './conntrack-table.js';
+import { writeBigint } from './packet-bytes.js';
 
 /** The connection's tuple as the NAT sees it (after the manipulations done before it). */
 export interface PickTuple {
@@ -28,7 +29,7 @@ export function pickRangeAddress(tuple: PickTuple, manip: NatManip, low: bigint,
   const last = family === 'ip' ? 0 : 3;
   const src = addressBytes(tuple.src);
   const dst = addressBytes(tuple.dst);
-  let j = jhash(src, persistent ? 0 : (cpuWord(dst, last) ^ tuple.zone) >>> 0);
+  let j = jhash(src, persistent ? 0 : (cpuWord(dst, 4 * last) ^ tuple.zone) >>> 0);
   let picked = 0n;
   let fullRange = false;
   for (let i = 0; i <= last; i++) {
@@ -40,7 +41,7 @@ export function pickRangeAddress(tuple: PickTuple, manip: NatManip, low: bigint,
     const word = (min + Number((BigInt(j) * BigInt(dist)) >> 32n)) >>> 0;
     if (word !== highWord) fullRange = true;
     picked = (picked << 32n) | BigInt(word);
-    if (!persistent) j = (j ^ (manip === 'dst' ? byteSwap(word) : cpuWord(dst, i))) >>> 0;
+    if (!persistent) j = (j ^ (manip === 'dst' ? byteSwap(word) : cpuWord(dst, 4 * i))) >>> 0;
   }
   return picked;
 }
@@ -48,13 +49,8 @@ export function pickRangeAddress(tuple: PickTuple, manip: NatManip, low: bigint,
 /** The 16 bytes of union nf_inet_addr, network order. */
 function addressBytes(address: Address): Uint8Array {
   const bytes = new Uint8Array(16);
-  const length = address.family === 'ip' ? 4 : 16;
-  for (let i = 0; i < length; i++) bytes[i] = Number((address.n >> BigInt(8 * (length - 1 - i))) & 0xffn);
+  writeBigint(bytes, 0, address.family === 'ip' ? 4 : 16, address.n);
   return bytes;
-}
-
-function cpuWord(bytes: Uint8Array, i: number): number {
-  return (bytes[4 * i]! | (bytes[4 * i + 1]! << 8) | (bytes[4 * i + 2]! << 16) | (bytes[4 * i + 3]! << 24)) >>> 0;
 }
 
 /** A host-order word stored in network order, read back in the CPU's order. */
