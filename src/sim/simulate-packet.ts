@@ -488,7 +488,7 @@ function martianReason(ctx: SimContext): string | undefined {
   // checked.
   const srcFirst = Number(src.n) >>> 24;
   const dstFirst = Number(dst.n) >>> 24;
-  if (srcFirst >= 224 && srcFirst < 240) return martian('source', src, 'a multicast address', ctx);
+  if (isMulticastAddress(src)) return martian('source', src, 'a multicast address', ctx);
   if (src.n === LIMITED_BROADCAST) return martian('source', src, 'the broadcast address', ctx);
   const broadcast = dst.n === LIMITED_BROADCAST || (src.n === 0n && dst.n === 0n);
   // ipv4_is_zeronet is the address 0.0.0.0 only: the rest of 0.0.0.0/8 is a valid address on
@@ -514,7 +514,7 @@ function multicastReason(ctx: SimContext): string | undefined {
   if (!joinsGroup(ctx.host, iif, dst)) return `multicast group ${formatAddress(dst)} not joined on ${iif} (nftsim knows only the groups every interface joins)`;
   if (dst.family !== 'ip') return undefined;
   const srcFirst = Number(src.n) >>> 24;
-  if (srcFirst >= 224 && srcFirst < 240) return martian('source', src, 'a multicast address', ctx);
+  if (isMulticastAddress(src)) return martian('source', src, 'a multicast address', ctx);
   if (src.n === LIMITED_BROADCAST) return martian('source', src, 'the broadcast address', ctx);
   if (srcFirst === 127) return martian('source', src, 'a loopback address', ctx);
   if (src.n !== 0n && localInterfaceOf(ctx.host, src)) return martian('source', src, "the host's own address", ctx);
