@@ -623,56 +623,32 @@ COMMIT
       rulesets: [nft('table ip t {\n  chain raw {\n    type filter hook prerouting priority -300; policy accept;\n    ct zone set 1\n    ct zone 1 meta mark set mark or 0x1\n    ct mark 0 meta mark set mark or 0x2\n    ct direction original meta mark set mark or 0x4\n    ct status & 0x800 == 0x800 meta mark set mark or 0x8\n    ct status & 0x8 == 0x8 meta mark set mark or 0x10\n    ct status & 0x7ff == 0 meta mark set mark or 0x20\n    ct mark set 0x5\n    ct mark 0x5 meta mark set mark or 0x40\n  }\n  chain later {\n    type filter hook prerouting priority -150; policy accept;\n    ct mark 0x5 meta mark set mark or 0x80\n    ct zone 1 meta mark set mark or 0x100\n  }\n}\n')],
       packet: { iif: 'eth1', src: '198.51.100.20', dst: '192.0.2.1', protocol: 'tcp', sport: 443, dport: 80, tcpFlags: 'syn' },
     },
-    {
-      // ip_route_input_slow: the limited broadcast goes to brd_input, delivered locally; nftsim
-      // routed it by the host's routes (none here: dropped).
-      name: 'a packet to 255.255.255.255 is delivered',
+    ...(
+      [
+        // ip_route_input_slow: the limited broadcast goes to brd_input, delivered locally; nftsim
+        // routed it by the host's routes (none here: dropped).
+        ['a packet to 255.255.255.255 is delivered', '192.0.2.1', '255.255.255.255', 40000, 67],
+        // A DHCP discover: from 0.0.0.0 to the limited broadcast is no martian.
+        ['a packet from 0.0.0.0 to 255.255.255.255 is delivered', '0.0.0.0', '255.255.255.255', 68, 67],
+        // fib_add_ifaddr adds a broadcast route for each subnet's broadcast address: the local
+        // table's RTN_BROADCAST goes to brd_input, whichever interface the packet came in on.
+        ['a packet to another subnet\'s broadcast address is delivered', '192.0.2.1', '198.51.100.255', 40000, 53],
+        ['a packet to its own subnet\'s broadcast address is delivered', '192.0.2.1', '192.0.2.255', 40000, 53],
+        // No broadcast route for the network address on current kernels: a unicast address,
+        // routed back out of eth0.
+        ['a packet to a subnet\'s network address is routed as unicast', '192.0.2.1', '192.0.2.0', 40000, 53],
+        // ip_route_input_rcu: every interface is in 224.0.0.1 (ip_mc_up), delivered locally.
+        ['a packet to 224.0.0.1 is delivered', '192.0.2.1', '224.0.0.1', 40000, 5000],
+        ['a packet from 0.0.0.0 to 224.0.0.1 is delivered', '0.0.0.0', '224.0.0.1', 40000, 5000],
+        // A group the host has not joined: -EINVAL from ip_route_input_rcu, dropped after
+        // prerouting (no multicast routing).
+        ['a packet to a multicast group the host is not in is dropped', '192.0.2.1', '224.0.0.251', 5353, 5353],
+      ] as const
+    ).map(([name, src, dst, sport, dport]) => ({
+      name,
       rulesets: [markEachHook],
-      packet: { iif: 'eth0', src: '192.0.2.1', dst: '255.255.255.255', protocol: 'udp', sport: 40000, dport: 67 },
-    },
-    {
-      // A DHCP discover: from 0.0.0.0 to the limited broadcast is no martian.
-      name: 'a packet from 0.0.0.0 to 255.255.255.255 is delivered',
-      rulesets: [markEachHook],
-      packet: { iif: 'eth0', src: '0.0.0.0', dst: '255.255.255.255', protocol: 'udp', sport: 68, dport: 67 },
-    },
-    {
-      // fib_add_ifaddr adds a broadcast route for each subnet's broadcast address: the local
-      // table's RTN_BROADCAST goes to brd_input, whichever interface the packet came in on.
-      name: 'a packet to another subnet\'s broadcast address is delivered',
-      rulesets: [markEachHook],
-      packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.255', protocol: 'udp', sport: 40000, dport: 53 },
-    },
-    {
-      name: 'a packet to its own subnet\'s broadcast address is delivered',
-      rulesets: [markEachHook],
-      packet: { iif: 'eth0', src: '192.0.2.1', dst: '192.0.2.255', protocol: 'udp', sport: 40000, dport: 53 },
-    },
-    {
-      // No broadcast route for the network address on current kernels: a unicast address,
-      // routed back out of eth0.
-      name: 'a packet to a subnet\'s network address is routed as unicast',
-      rulesets: [markEachHook],
-      packet: { iif: 'eth0', src: '192.0.2.1', dst: '192.0.2.0', protocol: 'udp', sport: 40000, dport: 53 },
-    },
-    {
-      // ip_route_input_rcu: every interface is in 224.0.0.1 (ip_mc_up), delivered locally.
-      name: 'a packet to 224.0.0.1 is delivered',
-      rulesets: [markEachHook],
-      packet: { iif: 'eth0', src: '192.0.2.1', dst: '224.0.0.1', protocol: 'udp', sport: 40000, dport: 5000 },
-    },
-    {
-      name: 'a packet from 0.0.0.0 to 224.0.0.1 is delivered',
-      rulesets: [markEachHook],
-      packet: { iif: 'eth0', src: '0.0.0.0', dst: '224.0.0.1', protocol: 'udp', sport: 40000, dport: 5000 },
-    },
-    {
-      // A group the host has not joined: -EINVAL from ip_route_input_rcu, dropped after
-      // prerouting (no multicast routing).
-      name: 'a packet to a multicast group the host is not in is dropped',
-      rulesets: [markEachHook],
-      packet: { iif: 'eth0', src: '192.0.2.1', dst: '224.0.0.251', protocol: 'udp', sport: 5353, dport: 5353 },
-    },
+      packet: { iif: 'eth0', src, dst, protocol: 'udp', sport, dport } as const,
+    })),
     ...(
       [
         // ip6_mc_input delivers what the input interface is in, drops the rest: all nodes, and
