@@ -174,6 +174,8 @@ describe('paths and the routing decision', () => {
     ['a received IPv6 packet to a multicast group', { iif: 'eth0', src: '2001:db8::99', dst: 'ff02::1' }, '', 'multicast'],
     ['a received broadcast DNATed to a unicast address', { iif: 'eth0', src: '192.0.2.99', dst: '192.0.2.255' }, 'dnat to 10.244.1.5', 'broadcast'],
     ['a locally generated packet to the limited broadcast', { src: '192.0.2.10', dst: '255.255.255.255', oif: 'eth0' }, '', 'host'],
+    // loopback_xmit → eth_type_trans: lo's neighbours all have lo's own (zero) MAC (arp_constructor).
+    ['a packet coming in through lo to a multicast group', { iif: 'lo', src: '192.0.2.10', dst: '224.0.0.1' }, '', 'host'],
   ] as const)('meta pkttype of %s', (_name, addresses, nat, expected) => {
     const text = `table inet t {\n\tchain pre { type nat hook prerouting priority dstnat; ${nat} }\n\tchain late { type filter hook prerouting priority 0; meta pkttype ${expected} meta mark set 0x1; }\n\tchain out { type filter hook output priority 0; meta pkttype ${expected} meta mark set 0x1; }\n}\n`;
     expect(simulateOne(text, { ...addresses, protocol: 'udp', sport: 40000, dport: 5000 }).mark).toBe('0x00000001');
