@@ -179,7 +179,8 @@ export function formatOutcomes(outcomes: readonly Outcome[], rules: ReturnType<t
     text += `=> ${o.disposition} (${o.verdict})${o.iif ? ` iif ${o.iif}` : ''}${o.oif ? ` oif ${o.oif}` : ''}${o.reason ? `: ${o.reason}` : ''}${o.uncertain ? '  UNCERTAIN: see the unsupported events' : ''}\n`;
     text += `   ${p.protocol} ${endpoint(p.src, p.sport)} -> ${endpoint(p.dst, p.dport)}  mark ${o.mark}  ct mark ${o.ctMark}\n`;
     for (const n of o.nat) {
-      const by = n.conntrack === undefined ? where(n.at) : `conntrack, ${n.conntrack} direction, set up by ${where(n.at)}`;
+      const rule = n.at ? where(n.at) : 'the kernel, no rule: the tuple was taken';
+      const by = n.conntrack === undefined ? rule : `conntrack, ${n.conntrack} direction, set up by ${rule}`;
       text += `   ${n.type} to ${n.to}  (${by})\n`;
     }
     if (o.nat.length === 0) text += '   no NAT\n';

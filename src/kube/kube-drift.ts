@@ -13,7 +13,7 @@ import type { Finding, Severity } from '../rules/framework/lint-rule.js';
 import { lintRuleset, type LintOptions } from '../rules/framework/lint-ruleset.js';
 import { familyBits, formatAddress, parseCidr, prefixMask } from '../sim/address.js';
 import type { Host } from '../sim/host.js';
-import type { Disposition, Loc, Outcome, TraceEvent } from '../sim/outcome.js';
+import type { Disposition, Loc, NatEvent, Outcome, TraceEvent } from '../sim/outcome.js';
 import { NAT_HOOK_PRIORITY } from '../sim/pipeline.js';
 import { readPacket, type PacketInput } from '../sim/packet.js';
 import { simulateResolved } from '../sim/simulate-packet.js';
@@ -412,7 +412,8 @@ class NodeCheck {
     let choiceUnsure = false;
     const uncertain = new Map<string, Set<string>>();
     for (const o of outcomes) {
-      const dnat = o.nat.find((n) => n.type === 'dnat' && n.conntrack === undefined);
+      // A DNAT a rule set up for this packet (only a source gets mapped without a rule).
+      const dnat = o.nat.find((n): n is NatEvent & { at: Loc } => n.type === 'dnat' && n.conntrack === undefined && n.at !== undefined);
       if (dnat) {
         const seen = endpoints.get(dnat.to);
         endpoints.set(dnat.to, { endpoint: dnat.to, share: (seen?.share ?? 0) + o.probability, at: seen?.at ?? dnat.at });

@@ -121,6 +121,19 @@ export class ConntrackTable {
     });
   }
 
+  /** Whether a confirmed entry has `t` as one of its tuples (nf_conntrack_tuple_taken). Ports are
+   * compared as they are: a port the kernel picked at random (a range here) is taken as none of
+   * the range's ports. */
+  isTaken(t: CtTuple): boolean {
+    const bucket = this.buckets.get(bucketKey(t));
+    return (
+      bucket?.some(({ entry, direction }) => {
+        const own = direction === 0 ? entry.original : entry.reply;
+        return own.sport === t.sport && own.dport === t.dport;
+      }) ?? false
+    );
+  }
+
   /** Inserts a confirmed entry; false (and no change) when a tuple of it is taken already, as
    * __nf_conntrack_confirm refuses a clash. */
   insert(entry: CtEntry): boolean {

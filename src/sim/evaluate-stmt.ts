@@ -10,10 +10,10 @@ import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } fro
 import { IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
 import { matchRecent } from './match-recent.js';
-import { formatMark, type Loc } from './outcome.js';
-import { pickRangeAddress } from './pick-range-address.js';
+import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { currentRule, hasConntrackEntry, NotModelled, locOf, stateBeforeConntrack, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
+import { uniqueTuple, type NatValue } from './unique-tuple.js';
 import { NAT_MANIP } from './pipeline.js';
 import type { CtStateName } from './packet.js';
 
@@ -475,12 +475,6 @@ export function formatEndpoint(address: string, port: string | undefined, family
   return family === 'ip6' ? `[${address}]:${port}` : `${address}:${port}`;
 }
 
-/** A NAT address or port: one value (`low === high`), or a range the kernel picks from. */
-export interface NatValue {
-  readonly low: bigint;
-  readonly high: bigint;
-}
-
 function natText(value: NatValue, format: (n: bigint) => string): string {
   return value.low === value.high ? format(value.low) : `${format(value.low)}-${format(value.high)}`;
 }
@@ -497,40 +491,6 @@ function natValue(expr: Expr | undefined, ctx: SimContext): NatValue | undefined
   const value = natPart(expr, ctx);
   if (typeof value !== 'bigint') throw new NotModelled('NAT target that is not a single value');
   return { low: value, high: value };
-}
-
-/** The address of a range a connection gets (nf_nat_core.c get_unique_tuple). For SNAT without
- * random flags: the packet's own source when it is in the range (and its port in the port range
- * given); else the source another connection from the same address and port was mapped to, when
- * it is in the range (find_appropriate_src, over the connections of the flow so far). Else the
- * kernel's pick by hash (pick-range-address.ts). */
-function rangeAddress(plan: NatPlan, range: NatValue, ctx: SimContext): bigint {
-  const p = ctx.pkt;
-  if (plan.wants === 'src' && !plan.random) {
-    // With a port range, the port must be in it too (nf_nat_inet_in_range; a packet without
-    // ports is taken as out of it, where the kernel compares an ICMP id or lets it be).
-    const port = plan.port && natValue(plan.port, ctx);
-    const isInRange = (address: bigint, sport: number | string | undefined): boolean =>
-      isWithin(address, range) && (!port || (typeof sport === 'number' && isWithin(BigInt(sport), port)));
-    if (isInRange(p.src.n, p.sport)) return p.src.n;
-    const mapped = ctx.conn.table.entries.find(
-      ({ original: o, reply: r }) => o.family === p.src.family && o.src === p.src.n && o.sport === p.sport && o.l4proto === p.l4proto && o.zone === ctx.ct.zone && isInRange(r.dst, r.dport),
-    );
-    if (mapped) return mapped.reply.dst;
-  }
-  return pickRangeAddress({ src: p.src, dst: p.dst, zone: ctx.ct.zone }, plan.wants, range.low, range.high, plan.persistent);
-}
-
-/** The port a NAT to a port range gives without random flags: the packet's when it is in the
- * range (get_unique_tuple keeps an unused tuple in range); else DNAT's is the range's first
- * (nf_nat_l4proto_unique_tuple's offset 0 for the destination), SNAT's random (undefined). */
-function pickRangePort(range: NatValue, port: number, wants: NatManip): number | undefined {
-  if (isWithin(BigInt(port), range)) return port;
-  return wants === 'dst' ? Number(range.low) : undefined;
-}
-
-function isWithin(n: bigint, range: NatValue): boolean {
-  return n >= range.low && n <= range.high;
 }
 
 /** A NAT address or port: nft types `dnat to 10.0.0.1:80` from the table family, which the
@@ -667,50 +627,72 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
       // No element for the key: NFT_BREAK, the rule does not match (nft_lookup.c).
     } else if (both === undefined) return undefined;
   }
-  let address: Address;
-  let addressText: string;
+  let own: Address | undefined;
+  let addresses: NatValue;
   if (plan.type === 'masquerade' || plan.type === 'redirect') {
     const dev = plan.type === 'masquerade' ? ctx.oif : ctx.iif;
-    const own = dev === undefined ? LOCAL_REDIRECT[family] : plan.type === 'redirect' && family === 'ip6' ? ipv6Redirect(ctx, dev) : primaryAddress(ctx.host, dev, family);
+    own = dev === undefined ? LOCAL_REDIRECT[family] : plan.type === 'redirect' && family === 'ip6' ? ipv6Redirect(ctx, dev) : primaryAddress(ctx.host, dev, family);
     // No address on the egress interface: the kernel drops (nf_nat_masquerade.c returns NF_DROP).
     if (!own) return PLAIN_RESULTS.drop.verdict;
-    ({ address, text: addressText } = natTo(plan, own, family, own.n));
-  } else if (addressValue !== undefined && addressValue === plan.constantAddress) {
-    ({ address, text: addressText } = natTo(plan, family, family, addressValue.low));
+    addresses = { low: own.n, high: own.n };
   } else {
     const a = addressValue ?? natValue(plan.addr, ctx);
     if (!a) throw new NotModelled(`${plan.type} without an address`);
-    address = { family, n: a.low === a.high ? a.low : rangeAddress(plan, a, ctx) };
+    addresses = a;
+  }
+  const ports = portValue ?? natValue(portExpr, ctx);
+  const chosen = uniqueTuple({ wants, pkt: p, zone: ctx.ct.zone, addresses, ports, random: plan.random, persistent: plan.persistent }, ctx.conn.table);
+  let address: Address;
+  let addressText: string;
+  if (own && chosen.address === own.n) ({ address, text: addressText } = natTo(plan, own, family, own.n));
+  else if (addressValue !== undefined && addressValue === plan.constantAddress && chosen.address === addressValue.low) {
+    ({ address, text: addressText } = natTo(plan, family, family, addressValue.low));
+  } else {
+    address = { family, n: chosen.address };
     addressText = formatAddress(address);
   }
-  const random = plan.random;
   const rewrite = wants === 'dst' ? 'dport' : 'sport';
   const oldPort = p[rewrite];
-  const range = portExpr === plan.port && plan.portRange ? natValue(plan.portRange, ctx) : undefined;
-  const picked = !random && range && typeof oldPort === 'number' ? pickRangePort(range, oldPort, wants) : undefined;
-  const port = picked === undefined ? (portValue ?? range ?? natValue(portExpr, ctx)) : undefined;
   let portText: string | undefined;
-  if (picked !== undefined) {
-    portText = String(picked);
-    p[rewrite] = picked;
-  } else if (port && port === plan.constantPort) {
-    portText = plan.constantPortText;
-    p[rewrite] = plan.constantPortNumber;
-  } else if (port) {
-    if (port.low !== port.high) reportUnsupported(ctx, 'NAT to a port range: the kernel picks the port; the trace shows the range');
-    portText = natText(port, String);
-    p[rewrite] = portText.includes('-') ? portText : Number(port.low);
-  } else if (random && typeof p[rewrite] === 'number') {
-    // A random source port from the default range (nf_nat_proto.c nf_nat_l4proto_unique_tuple:
-    // 1024-65535 for ports from 1024, 1-1023 below): not invented, shown as the range.
-    portText = (p[rewrite] as number) >= 1024 ? '1024-65535' : '1-1023';
+  if (typeof chosen.port === 'number') {
+    // The event shows a port that was given, or that the kernel changed.
+    if (ports || chosen.port !== oldPort) portText = chosen.port === plan.constantPortNumber ? plan.constantPortText : String(chosen.port);
+    p[rewrite] = chosen.port;
+  } else if (chosen.port) {
+    if (ports && ports.low !== ports.high) reportUnsupported(ctx, 'NAT to a port range: the kernel picks the port; the trace shows the range');
+    portText = natText(chosen.port, String);
     p[rewrite] = portText;
   }
-  const changed = (wants === 'dst' ? p.dst : p.src).n !== address.n || p[rewrite] !== oldPort;
+  mapConnection(ctx, wants, address, oldPort, { type: plan.type, to: formatEndpoint(addressText, portText, family), at: at ?? locOf(currentRule(ctx)!) });
+  return PLAIN_RESULTS.accept.verdict;
+}
+
+/** The null binding nf_nat_inet_fn sets up at a NAT hook for a new connection no nat chain
+ * mapped there (nf_nat_alloc_null_binding): a mapping to the address the packet has, marked done
+ * for later hooks. It goes through get_unique_tuple too, so a source whose tuple is another
+ * connection's already gets another port, as with masquerade: a client that reached one server
+ * through two DNATs from the same port. A destination port cannot move without a range. */
+export function setUpNullBinding(ctx: SimContext, manip: NatManip): void {
+  const p = ctx.pkt;
+  const isNew = (ctx.natDone & NAT_DONE[manip]) === 0 && ctx.conn.tuple !== undefined && !ctx.conn.entry;
+  ctx.natDone |= NAT_DONE[manip];
+  if (!isNew || manip === 'dst' || ctx.conn.table.entries.length === 0) return;
+  const { port } = uniqueTuple({ wants: 'src', pkt: p, zone: ctx.ct.zone, addresses: { low: p.src.n, high: p.src.n }, ports: undefined, random: false, persistent: false }, ctx.conn.table);
+  if (typeof port !== 'object') return;
+  const oldPort = p.sport;
+  p.sport = natText(port, String);
+  mapConnection(ctx, 'src', p.src, oldPort, { type: 'snat', to: formatEndpoint(formatAddress(p.src), p.sport, ctx.family) });
+  ctx.conn.mapped.src = { addr: p.src, port: p.sport };
+}
+
+/** The connection is mapped (nf_nat_setup_info): the packet goes to (DNAT) or comes from (SNAT)
+ * `address` and the port already rewritten from `oldPort`, the entry's reply tuple expects that
+ * (nf_conntrack_alter_reply, for `ct reply saddr` and friends), and the manipulation is done. */
+function mapConnection(ctx: SimContext, wants: NatManip, address: Address, oldPort: number | string | undefined, event: NatEvent): void {
+  const p = ctx.pkt;
+  const changed = (wants === 'dst' ? p.dst : p.src).n !== address.n || p[wants === 'dst' ? 'dport' : 'sport'] !== oldPort;
   if (wants === 'dst') p.dst = address;
   else p.src = address;
-  // The entry's reply tuple now expects replies from (DNAT) / to (SNAT) the new endpoint
-  // (nf_nat_setup_info → nf_conntrack_alter_reply), for `ct reply saddr` and friends.
   const { original, reply } = ctx.ct;
   ctx.ct.reply =
     wants === 'dst'
@@ -719,6 +701,5 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   ctx.natDone |= NAT_DONE[wants];
   // nf_nat_setup_info marks the entry SNAT/DNAT only when the new tuple differs from the old.
   if (changed) ctx.ct.status |= wants === 'dst' ? IPS.dstNat : IPS.srcNat;
-  ctx.nat.push({ type: plan.type, to: formatEndpoint(addressText, portText, family), at: at ?? locOf(currentRule(ctx)!) });
-  return PLAIN_RESULTS.accept.verdict;
+  ctx.nat.push(event);
 }

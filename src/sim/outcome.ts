@@ -36,7 +36,10 @@ export interface NatEvent {
   readonly type: 'dnat' | 'snat' | 'masquerade' | 'redirect';
   /** `10.0.0.1:8080`, `192.0.2.10`, `[2001:db8::1]:80`; a range where the kernel picks. */
   readonly to: string;
-  readonly at: Loc;
+  /** The rule that set the mapping up; absent when none did: the null binding of a NAT hook no
+   * nat chain mapped the connection at gave its source another port, the tuple being another
+   * connection's already (nf_nat_core.c get_unique_tuple). */
+  readonly at?: Loc;
   /** Absent: the rule at `at` set the mapping up for this packet. Present: a later packet of the
    * connection the rule's mapping rewrote, without the nat chains (nf_nat_packet), in this
    * direction of the connection; `to` is where it rewrote this packet. */

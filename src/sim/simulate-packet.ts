@@ -4,7 +4,7 @@ import type { Hook, Rule, Ruleset, Chain } from '../model/ast.js';
 import { formatAddress, type Address } from './address.js';
 import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
-import { formatEndpoint } from './evaluate-stmt.js';
+import { formatEndpoint, setUpNullBinding } from './evaluate-stmt.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { protocolName, readPacket, type Packet, type PacketInput } from './packet.js';
@@ -292,7 +292,7 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
  * NAT_DONE status bit is set for the chains after the NAT hook. The hook runs wherever the family
  * has a nat chain at any hook (nf_nat_register_fn). */
 function setNullBinding(ctx: SimContext, manip: NatManip | undefined): void {
-  if (manip && ctx.index.nat.has(ctx.family) && hasConntrackEntry(ctx)) ctx.natDone |= NAT_DONE[manip];
+  if (manip && ctx.index.nat.has(ctx.family) && hasConntrackEntry(ctx)) setUpNullBinding(ctx, manip);
 }
 
 /** Conntrack looks the packet up at NF_IP_PRI_CONNTRACK (nf_conntrack_core.c nf_conntrack_in →

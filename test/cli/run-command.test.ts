@@ -56,6 +56,16 @@ describe('nftsim run with YAML scenarios and flows', () => {
     expect(out).toMatch(/PASS nodeport \/ answer\n[^]*=> forwarded \(accept\) iif cni0 oif wt0\n {3}tcp 192\.0\.2\.10:30080 -> 100\.64\.2\.2:41000 {2}mark 0x00000000 {2}ct mark 0x0001bd10\n {3}dnat to 192\.0\.2\.10:30080 {2}\(conntrack, reply direction, set up by .*node\.ipt:\d+\)/);
   });
 
+  // The null binding at postrouting moves the second connection's source port (its tuple is the
+  // first one's after the DNAT): no rule set that mapping up.
+  it('says so where the kernel moved a port with no rule', async () => {
+    const udp = '{ iif: eth0, src: 192.0.2.99, protocol: udp, sport: 5555, dport: 53';
+    const flow = `${YAML_HOST}flows:\n  - name: two\n    packets:\n      - packet: ${udp}, dst: 10.244.1.7 }\n      - packet: ${udp}, dst: 10.244.1.8 }\n`;
+    const rules = temp('r.nft', 'table ip nat {\n  chain pre { type nat hook prerouting priority dstnat; policy accept; dnat to 10.244.1.5 }\n}\n');
+    const { out } = await run(['--trace', temp('s.yaml', flow), rules]);
+    expect(out).toContain('   snat to 192.0.2.99:1024-65535  (the kernel, no rule: the tuple was taken)\n');
+  });
+
   it('gives per packet the flow and the outcomes of every branch with --json', async () => {
     const { out } = await run(['--json', temp('s.yaml', FLOW), ...RULES]);
     const json = JSON.parse(out);

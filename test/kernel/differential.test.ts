@@ -335,6 +335,50 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       ],
     },
     {
+      // get_unique_tuple: the second client's tuple after masquerade is the first one's, taken
+      // (nf_nat_used_tuple), so nf_nat_l4proto_unique_tuple gives it a random port of
+      // 1024-65535; its reply and next packet meet that mapping. nftsim kept the port and
+      // confirmed no connection for it.
+      name: 'masquerade: the second connection\'s tuple is taken, so the kernel picks its port',
+      rulesets: rules('table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n'),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 },
+        { iif: 'eth0', src: '192.0.2.77', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 },
+        { reply: true },
+        { iif: 'eth0', src: '192.0.2.77', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 },
+      ],
+    },
+    {
+      // A port in the port range given is kept only while its tuple is free.
+      name: 'SNAT to a port range: the second connection\'s tuple is taken, so the kernel picks its port',
+      rulesets: rules('table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    meta l4proto udp snat to 198.51.100.90:40000-40010\n  }\n}\n'),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40005, dport: 53 },
+        { iif: 'eth0', src: '192.0.2.77', dst: '198.51.100.20', protocol: 'udp', sport: 40005, dport: 53 },
+      ],
+    },
+    {
+      // nf_nat_l4proto_unique_tuple tries a DNAT's port range from its first port: the second
+      // connection's tuple with 8000 is the first one's, so it gets 8001.
+      name: 'DNAT to a port range: the second connection\'s tuple is taken, so it gets the next port',
+      rulesets: rules('table ip nat {\n  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n    meta l4proto udp dnat to 198.51.100.20:8000-8001\n  }\n}\n'),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.30', protocol: 'udp', sport: 40000, dport: 53 },
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.31', protocol: 'udp', sport: 40000, dport: 53 },
+      ],
+    },
+    {
+      // Without a port range a DNAT cannot move the port: the tuple is still taken when the
+      // connection is confirmed.
+      name: 'DNAT without a port range: the second connection\'s tuple is taken',
+      rulesets: rules('table ip nat {\n  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n    dnat to 198.51.100.20\n  }\n}\n'),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.30', protocol: 'udp', sport: 40000, dport: 53 },
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.31', protocol: 'udp', sport: 40000, dport: 53 },
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.31', protocol: 'udp', sport: 40000, dport: 53 },
+      ],
+    },
+    {
       // The node answers what it took in: the reply leaves through output, un-redirected there
       // (its source back to the address the client used).
       name: 'a redirected SYN, the node\'s SYN-ACK and the client\'s ACK',

@@ -156,6 +156,62 @@ describe('NAT mappings across the packets of a flow', () => {
   });
 });
 
+// get_unique_tuple moves a mapping on when the tuple it makes is another connection's already
+// (nf_nat_used_tuple): the kernel rows "… the second connection's tuple is taken …" check each.
+describe('NAT mappings that clash with a connection of the flow', () => {
+  const MASQUERADE = 'table ip nat {\n  chain post { type nat hook postrouting priority srcnat; policy accept; masquerade }\n}';
+  const other = { ...UDP, src: '192.0.2.98' } as const;
+
+  // nf_nat_l4proto_unique_tuple: a random port of 1024-65535, shown as the range; the connection
+  // is confirmed with it, so its next packet and its reply meet its mapping.
+  it('gives a second client with the same source port a port the kernel picks', () => {
+    const [first, second, reply, next] = only(MASQUERADE, [UDP, other, { reply: true }, other]);
+    expect(first!.packet).toMatchObject({ src: '10.244.0.1', sport: 5555 });
+    expect(second!.packet).toMatchObject({ src: '10.244.0.1', sport: '1024-65535' });
+    expect(second!.nat.map((n) => n.to)).toEqual(['10.244.0.1:1024-65535']);
+    expect(reply!.packet).toMatchObject({ dst: '192.0.2.98', dport: 5555 });
+    expect(next!.nat.map((n) => [n.type, n.conntrack])).toEqual([['masquerade', 'original']]);
+  });
+
+  // find_appropriate_src: the mapping of the same source address and port is reused, so a third
+  // connection from the second client gets the second's port, though its own would be free.
+  it('gives a later connection from the same source address and port the moved mapping', () => {
+    const [, , third] = only(MASQUERADE, [UDP, other, { ...other, dst: '10.244.1.6' }]);
+    expect(third!.packet).toMatchObject({ src: '10.244.0.1', sport: '1024-65535' });
+  });
+
+  // In a port range given, the packet's port is kept only while its tuple is free; else the
+  // kernel picks one of the range.
+  it('moves an SNAT port kept in its range when the tuple is taken', () => {
+    const text = 'table ip nat {\n  chain post { type nat hook postrouting priority srcnat; policy accept; snat to 10.244.0.1:5550-5560 }\n}';
+    const [first, second] = only(text, [UDP, other]);
+    expect(first!.nat.map((n) => n.to)).toEqual(['10.244.0.1:5555']);
+    expect(second!.nat.map((n) => n.to)).toEqual(['10.244.0.1:5550-5560']);
+    expect(second!.trace.filter((e) => e.kind === 'unsupported').map((e) => e.reason)).toEqual(['NAT to a port range: the kernel picks the port; the trace shows the range']);
+  });
+
+  // DNAT without random flags tries the range from its first port (offset 0): the first free one.
+  it('gives a DNAT to a port range the first port whose tuple is free', () => {
+    const text = 'table ip nat {\n  chain pre { type nat hook prerouting priority dstnat; policy accept; dnat to 10.244.1.5:8000-8001 }\n}';
+    const [first, second] = only(text, [UDP, { ...UDP, dst: '10.244.1.6' }]);
+    expect(first!.nat.map((n) => n.to)).toEqual(['10.244.1.5:8000']);
+    expect(second!.nat.map((n) => n.to)).toEqual(['10.244.1.5:8001']);
+  });
+
+  // Without a port range DNAT cannot move the port (nf_nat_l4proto_unique_tuple returns); the
+  // null binding at postrouting, where no nat chain is, moves the source port instead (kernel
+  // row "DNAT without a port range: the second connection's tuple is taken").
+  it('moves the source port of a DNATed connection whose tuple is taken, with no rule', () => {
+    const text = 'table ip nat {\n  chain pre { type nat hook prerouting priority dstnat; policy accept; dnat to 10.244.1.5 }\n}';
+    const [first, second, again] = only(text, [UDP, { ...UDP, dst: '10.244.1.6' }, { ...UDP, dst: '10.244.1.6' }]);
+    expect(first!.nat.map((n) => n.type)).toEqual(['dnat']);
+    expect(second!.packet).toMatchObject({ src: '192.0.2.99', sport: '1024-65535', dst: '10.244.1.5', dport: 9999 });
+    expect(second!.nat.map((n) => [n.type, n.to, n.at?.line])).toEqual([['dnat', '10.244.1.5', 2], ['snat', '192.0.2.99:1024-65535', undefined]]);
+    expect(again!.nat.map((n) => [n.type, n.conntrack])).toEqual([['dnat', 'original'], ['snat', 'original']]);
+    expect(steps(again!)).toEqual([]);
+  });
+});
+
 describe('random choices across a flow', () => {
   const LB = `table ip nat {
     chain pre { type nat hook prerouting priority dstnat; policy accept;

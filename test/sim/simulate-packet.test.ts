@@ -492,14 +492,19 @@ describe('NAT (nf_nat_core.c)', () => {
     ['masquerade', '10.244.0.1'],
     // nf_nat_l4proto_unique_tuple: a random port from 1024-65535, shown as the range.
     ['masquerade fully-random', '10.244.0.1:1024-65535'],
+    // Below 1024 the range is the port's class: 1-511, or 600-1023 from 512.
+    ['masquerade random', '10.244.0.1:1-511', 511],
+    ['masquerade random', '10.244.0.1:600-1023', 512],
+    ['masquerade random', '10.244.0.1:600-1023', 1023],
+    ['masquerade random', '10.244.0.1:1024-65535', 1024],
     ['snat to 192.0.2.77:1000-2000', '192.0.2.77:1000-2000'],
     // get_unique_tuple keeps a source port already in the range (the packet's is 40000).
     ['snat to 192.0.2.77:30000-50000', '192.0.2.77:40000'],
     // find_best_ips_proto's pick by hash for 192.0.2.99 → 10.244.1.5 (pick-range-address.ts,
     // whose picks are the kernel's: pick-range-address.test.ts).
     ['snat to 192.0.2.70-192.0.2.79', '192.0.2.77'],
-  ])('%s takes %s', (stmt, to) => {
-    const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook postrouting priority srcnat;', `\t\t${stmt}`), { ...FORWARDED, sport: 40000 });
+  ])('%s takes %s', (stmt, to, sport = 40000) => {
+    const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook postrouting priority srcnat;', `\t\t${stmt}`), { ...FORWARDED, sport });
     expect(o.nat[0]!.to).toBe(to);
     expect(o.packet.src).toBe(to.split(':')[0]);
   });

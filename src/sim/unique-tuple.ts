@@ -1,0 +1,126 @@
+// Where NAT maps a new connection, as nf_nat_core.c get_unique_tuple does: the source it has or
+// an earlier connection's mapping of it (SNAT), else the range's address by the kernel's hash
+// (pick-range-address.ts), and a port kept unless the tuple it makes is another connection's
+// already (nf_nat_used_tuple), then moved on as nf_nat_l4proto_unique_tuple moves it.
+
+import type { Address } from './address.js';
+import { type ConntrackTable, type CtTuple, type NatManip } from './conntrack-table.js';
+import { pickRangeAddress } from './pick-range-address.js';
+
+/** A NAT address or port: one value (`low === high`), or a range the kernel picks from. */
+export interface NatValue {
+  readonly low: bigint;
+  readonly high: bigint;
+}
+
+/** What a NAT statement asks for one connection (struct nf_nat_range2 and the packet). */
+export interface NatRequest {
+  readonly wants: NatManip;
+  /** The packet as the NAT sees it (after the manipulations of earlier hooks). */
+  readonly pkt: { readonly src: Address; readonly dst: Address; readonly sport?: number | string; readonly dport?: number | string; readonly l4proto: number };
+  readonly zone: number;
+  readonly addresses: NatValue;
+  /** The port range given (NF_NAT_RANGE_PROTO_SPECIFIED); absent: none was. */
+  readonly ports: NatValue | undefined;
+  /** `random` or `fully-random` (NF_NAT_RANGE_PROTO_RANDOM_ALL). */
+  readonly random: boolean;
+  readonly persistent: boolean;
+}
+
+export interface NatChoice {
+  readonly address: bigint;
+  /** The new port: a number, or the range where the kernel picks one at random (not invented);
+   * undefined where the packet has no port nftsim knows and no port was given (unchanged). */
+  readonly port: number | NatValue | undefined;
+}
+
+/** NF_NAT_MAX_ATTEMPTS: how many ports nf_nat_l4proto_unique_tuple tries from its offset before
+ * it starts again at a random one. */
+const MAX_ATTEMPTS = 128;
+
+/** get_unique_tuple for `req` against the confirmed connections of `table`. */
+export function uniqueTuple(req: NatRequest, table: ConntrackTable): NatChoice {
+  const { wants, pkt, ports, random } = req;
+  const port = wants === 'src' ? pkt.sport : pkt.dport;
+  const isFree = (address: bigint, newPort: number | NatValue | undefined): boolean =>
+    typeof newPort !== 'number' || table.entries.length === 0 || !table.isTaken(replyTuple(req, address, newPort));
+  // 1) SNAT without random flags: the packet's own source when it is in the range (its port in
+  // the port range given), else the mapping of an earlier connection from the same source address
+  // and port (find_appropriate_src), when it is in the range; either only when its tuple is free.
+  if (wants === 'src' && !random) {
+    const kept = isInRange(req, pkt.src.n, port) ? { address: pkt.src.n, port: portOf(port) } : appropriateSource(req, table);
+    if (kept && isFree(kept.address, kept.port)) return kept;
+  }
+  // 2) The address (find_best_ips_proto).
+  const { low, high } = req.addresses;
+  const address = low === high ? low : pickRangeAddress({ src: pkt.src, dst: pkt.dst, zone: req.zone }, wants, low, high, req.persistent);
+  // 3) The port.
+  if (typeof port !== 'number') return { address, port: ports && (ports.low === ports.high ? Number(ports.low) : ports) };
+  return { address, port: uniquePort(req, port, (p) => isFree(address, p)) };
+}
+
+/** The port of step 3: the packet's own when it is in the range given (or none was) and its
+ * tuple is free, or the range is one port; else nf_nat_l4proto_unique_tuple's. That keeps a DNAT
+ * port when no range is given (the kernel cannot change it), and tries the range from an offset:
+ * 0 for DNAT without random flags, so the first free port of the range; random otherwise,
+ * which nftsim shows as the range. Without a range given, SNAT picks from the port's class:
+ * 1-511 below 512, 600-1023 below 1024, else 1024-65535. */
+function uniquePort(req: NatRequest, port: number, isFree: (port: number) => boolean): number | NatValue {
+  const { wants, random } = req;
+  let range = req.ports;
+  if (!random && (range ? isWithin(BigInt(port), range) && (range.low === range.high || isFree(port)) : isFree(port))) return port;
+  if (!range) {
+    if (wants === 'dst') return port;
+    range = port < 512 ? { low: 1n, high: 511n } : port < 1024 ? { low: 600n, high: 1023n } : { low: 1024n, high: 65535n };
+  }
+  if (range.low === range.high) return Number(range.low);
+  if (wants === 'dst' && !random) {
+    const attempts = Math.min(Number(range.high - range.low) + 1, MAX_ATTEMPTS);
+    for (let i = 0; i < attempts; i++) {
+      const candidate = Number(range.low) + i;
+      if (isFree(candidate)) return candidate;
+    }
+  }
+  return range;
+}
+
+/** nf_in_range: the address in the range, and the port in the port range when one is given (a
+ * packet without a port nftsim knows is taken as out of it). */
+function isInRange(req: NatRequest, address: bigint, port: number | string | undefined): boolean {
+  if (!isWithin(address, req.addresses)) return false;
+  if (!req.ports) return true;
+  return typeof port === 'number' && isWithin(BigInt(port), req.ports);
+}
+
+/** find_appropriate_src: the source an earlier connection from the same address and port was
+ * mapped to, when it is in the range. */
+function appropriateSource(req: NatRequest, table: ConntrackTable): NatChoice | undefined {
+  const { pkt } = req;
+  const mapped = table.entries.find(
+    ({ original: o, reply: r }) =>
+      o.family === pkt.src.family && o.src === pkt.src.n && o.sport === pkt.sport && o.l4proto === pkt.l4proto && o.zone === req.zone && isInRange(req, r.dst, r.dport),
+  );
+  return mapped && { address: mapped.reply.dst, port: portOf(mapped.reply.dport) };
+}
+
+/** A port as a conntrack tuple keeps it: a number, or a range (`1024-65535`) the kernel picked
+ * from. */
+function portOf(port: number | string | undefined): number | NatValue | undefined {
+  if (typeof port !== 'string') return port;
+  const [low, high] = port.split('-').map(BigInt) as [bigint, bigint];
+  return { low, high };
+}
+
+/** The reply tuple a connection mapped to `address` and `port` would have: taken when another
+ * connection has it (nf_nat_used_tuple inverts the new tuple). */
+function replyTuple(req: NatRequest, address: bigint, port: number): CtTuple {
+  const { pkt } = req;
+  const common = { family: pkt.src.family, l4proto: pkt.l4proto, zone: req.zone };
+  return req.wants === 'src'
+    ? { ...common, src: pkt.dst.n, dst: address, sport: pkt.dport, dport: port }
+    : { ...common, src: address, dst: pkt.src.n, sport: port, dport: pkt.sport };
+}
+
+export function isWithin(n: bigint, range: NatValue): boolean {
+  return n >= range.low && n <= range.high;
+}
