@@ -15,9 +15,11 @@
 // maps, maps, dynamic sets, fib, meta keys, numgen and meta random, tcp flags, icmp types, dnat /
 // snat with address and port ranges and maps, redirect, masquerade with its flags). Packets:
 // IPv4 and IPv6, TCP with several flag sets, UDP and ICMP echo, from either side or locally
-// generated; half the TCP SYNs, UDP and ICMP echo packets open a flow: the reply, then the
+// generated; five in eight TCP SYNs, UDP and ICMP echo packets open a flow: the reply, then the
 // client's next packet, which meets the conntrack entry the first packet made, or the client's
-// next connection (another source port), which must not.
+// next connection (another source port), which must not; or, with no reply, a connection from the
+// same source port of another client or to another destination, whose NAT mapping may clash with
+// the first one's (nf_nat_core.c get_unique_tuple).
 // Locally generated packets to a local address, and output DNAT / redirect to one, come back in
 // through lo (prerouting, input).
 import fc from 'fast-check';
@@ -51,8 +53,9 @@ export interface GeneratedCase {
   readonly iptables?: GenIptablesDump;
   readonly packet: KernelPacket;
   /** Whether a TCP SYN, UDP or ICMP echo packet opens a flow: its reply, then the client's next
-   * packet of the connection, or the first of its next connection (TCP and UDP). */
-  readonly flow?: 'next packet' | 'next connection';
+   * packet of the connection, or the first of its next connection (TCP and UDP); or a second
+   * connection from the same source port, of another client or to another destination. */
+  readonly flow?: 'next packet' | 'next connection' | 'other client' | 'other destination';
 }
 
 /** A received packet's destination: a unicast one, or for a fifth a broadcast or multicast one. */
@@ -142,7 +145,7 @@ export const arbitraryCase: fc.Arbitrary<GeneratedCase> = fc.record(
     tables: fc.array(arbitraryTable, { minLength: 1, maxLength: 3 }),
     iptables: arbitraryIptablesDump,
     packet: fc.constantFrom<AddressFamily>('ip', 'ip6').chain(arbitraryPacket),
-    flow: fc.constantFrom(undefined, undefined, 'next packet', 'next connection'),
+    flow: fc.constantFrom(undefined, undefined, undefined, 'next packet', 'next packet', 'next connection', 'other client', 'other destination'),
   },
   { requiredKeys: ['tables', 'packet'] },
 );
@@ -181,9 +184,18 @@ export function renderCase(testCase: GeneratedCase): { rulesets: (KernelRuleset 
  * client's next packet: for TCP the handshake's ACK, in the windows of the harness's replies; for
  * UDP and ICMP echo the same packet again; or the first packet of the client's next connection,
  * from the next source port (an ICMP echo has none: nftsim does not know echo identifiers). Other
- * TCP first packets open none (TCP tracking refuses what follows an ACK, SYN-ACK, FIN or RST). */
+ * TCP first packets open none (TCP tracking refuses what follows an ACK, SYN-ACK, FIN or RST).
+ * A second connection from the same source port follows the packet without a reply: from the
+ * other client on eth0, else (and for `other destination`) to another server, or from a server
+ * to the other side's address. */
 function flowOf(packet: KernelPacket, then: NonNullable<GeneratedCase['flow']>): readonly KernelFlowPacket[] | undefined {
   if (packet.protocol === 'tcp' && (packet.tcpFlags ?? 'syn') !== 'syn') return undefined;
+  if (then === 'other client' || then === 'other destination') {
+    const a = ADDRESSES[packet.src.includes(':') ? 'ip6' : 'ip'];
+    if (then === 'other client' && packet.iif === 'eth0') return [packet, { ...packet, src: packet.src === a.client[0] ? a.client[2] : a.client[0] }];
+    const dst = packet.iif === 'eth1' ? (packet.dst === a.client[0] ? a.server[0] : a.client[0]) : packet.dst === a.server[1] ? a.server[2] : a.server[1];
+    return [packet, { ...packet, dst }];
+  }
   if (then === 'next connection' && packet.sport !== undefined) return [packet, { reply: true }, { ...packet, sport: packet.sport + 1 }];
   if (packet.protocol !== 'tcp') return [packet, { reply: true }, packet];
   return [packet, { reply: true }, { ...packet, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 }];
