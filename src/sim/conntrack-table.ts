@@ -64,6 +64,14 @@ const ICMP_QUERY_ANSWER: Readonly<Record<number, Readonly<Record<number, number>
   58: { 128: 129, 129: 128, 139: 140, 140: 139 },
 };
 
+/** Whether an ICMP type is an error, which quotes the packet it is about: destination
+ * unreachable, source quench, redirect, time exceeded and parameter problem (include/linux/icmp.h
+ * icmp_is_err); for ICMPv6 every type below 128 (nf_conntrack_proto_icmpv6.c). */
+export function isIcmpError(l4proto: number, type: number): boolean {
+  if (l4proto === 1) return type === 3 || type === 4 || type === 5 || type === 11 || type === 12;
+  return l4proto === 58 && type < 128;
+}
+
 /** The answer to an ICMP query type, undefined for other types and protocols. */
 export function icmpAnswerType(l4proto: number, type: number): number | undefined {
   return ICMP_QUERY_ANSWER[l4proto]?.[type];

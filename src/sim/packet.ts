@@ -4,6 +4,7 @@
 import { datatypeSymbols } from '../model/datatypes.js';
 import { parseAddress, type Address, type AddressFamily } from './address.js';
 import type { Host } from './host.js';
+import { isIcmpError } from './conntrack-table.js';
 import { headersLength } from './packet-bytes.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
 
@@ -30,6 +31,16 @@ export interface PacketInput {
   readonly ttl?: number;
   readonly skuid?: number;
   readonly skgid?: number;
+}
+
+/** The packet an ICMP error quotes: its addresses, protocol, and ports or ICMP type. */
+export interface QuotedPacket {
+  readonly src: Address;
+  readonly dst: Address;
+  readonly l4proto: number;
+  readonly sport?: number;
+  readonly dport?: number;
+  readonly icmpType?: number;
 }
 
 export type CtStateName = 'new' | 'established' | 'related' | 'invalid' | 'untracked';
@@ -60,6 +71,9 @@ export interface Packet {
   readonly ttl: number;
   readonly skuid?: number;
   readonly skgid?: number;
+  /** For an ICMP error: the packet it is about, as the header it quotes shows it (a flow's reply
+   * to the previous packet as that left the node), by which conntrack relates it. */
+  readonly quoted?: QuotedPacket;
 }
 
 const PACKET_FIELDS = [
@@ -135,7 +149,10 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
   const icmpType = icmpDtype ? readSymbolic(reader, record.icmpType ?? 'echo-request', at('icmpType'), `${icmpDtype}_type`) : undefined;
   const icmpCode = icmpDtype ? readSymbolic(reader, record.icmpCode ?? 0, at('icmpCode'), `${icmpDtype}_code`) : undefined;
 
-  const ct = readCt(reader, record.ct, at('ct'), isTcp ? firstTcpState(tcpFlags) : 'new');
+  // An ICMP error opens no connection: conntrack relates it to the one it is about, or leaves it
+  // without an entry, invalid (nf_conntrack_core.c nf_conntrack_handle_icmp).
+  const isError = l4proto !== undefined && icmpType !== undefined && isIcmpError(l4proto, icmpType);
+  const ct = readCt(reader, record.ct, at('ct'), isTcp ? firstTcpState(tcpFlags) : isError ? 'invalid' : 'new');
   for (const field of ['skuid', 'skgid'] as const) {
     if (record[field] !== undefined && iif !== undefined) reader.fail(at(field), 'only for a locally generated packet (no iif)');
   }

@@ -6,7 +6,7 @@ import type { Address } from './address.js';
 import type { ConntrackTable, CtEntry, CtTuple, NatManip } from './conntrack-table.js';
 import { localInterfaceOf, type Host, type HostInterface } from './host.js';
 import type { Loc, NatEvent, TraceEvent } from './outcome.js';
-import type { CtStateName, Packet } from './packet.js';
+import type { CtStateName, Packet, QuotedPacket } from './packet.js';
 import type { HookIndex } from './pipeline.js';
 
 /** Thrown by the evaluators for something nftsim does not model; the rule it happens in becomes
@@ -97,6 +97,8 @@ export interface ConnLink {
   readonly mapped: Partial<Record<NatManip, { readonly addr: Address; readonly port?: number | string }>>;
   /** The packet re-enters through lo carrying its entry (a local packet to a local address). */
   carried: boolean;
+  /** For an ICMP error: the packet it quotes, by which conntrack relates it (packet.ts). */
+  readonly quoted: QuotedPacket | undefined;
 }
 
 /** A random choice among weighted branches: returns the index taken. */

@@ -3,10 +3,11 @@
 
 import type { Ruleset } from '../model/ast.js';
 import { formatAddress } from './address.js';
-import { icmpAnswerType } from './conntrack-table.js';
+import { icmpAnswerType, isIcmpError } from './conntrack-table.js';
+import { headersLength } from './packet-bytes.js';
 import type { Host, HostInput } from './host.js';
 import type { Outcome } from './outcome.js';
-import { L4_NUMBERS, readPacket, type Packet, type PacketInput } from './packet.js';
+import { L4_NUMBERS, readPacket, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
 import type { HookIndex } from './pipeline.js';
 import { pathText, type FieldPath, type InputError } from './read-fields.js';
 import type { SimState } from './sim-context.js';
@@ -125,19 +126,29 @@ function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host):
   }
   // A port NAT let the kernel pick from a range: the reply goes to the range's first port.
   const port = (value: number | string | undefined): number | undefined => (typeof value === 'string' ? Number(value.split('-')[0]) : value);
+  // Another protocol given (an ICMP error): only the addresses are the previous packet's.
+  const sameTransport = overrides.protocol === undefined || overrides.protocol === p.l4proto || L4_NUMBERS[String(overrides.protocol)] === p.l4proto;
   const derived: Record<string, unknown> = {
     ...(!local && { iif: outcome.oif }),
     src: formatAddress(p.dst),
     dst: formatAddress(p.src),
-    protocol: p.l4proto,
-    ...(p.sport !== undefined && { sport: port(p.dport), dport: port(p.sport) }),
-    ...(p.l4proto === L4_NUMBERS.tcp && { tcpFlags: (p.tcpFlags & TCP_SYN) !== 0 && (p.tcpFlags & TCP_ACK) === 0 ? 'syn,ack' : 'ack' }),
+    ...(sameTransport && { protocol: p.l4proto }),
+    ...(sameTransport && p.sport !== undefined && { sport: port(p.dport), dport: port(p.sport) }),
+    ...(sameTransport && p.l4proto === L4_NUMBERS.tcp && { tcpFlags: (p.tcpFlags & TCP_SYN) !== 0 && (p.tcpFlags & TCP_ACK) === 0 ? 'syn,ack' : 'ack' }),
   };
-  if (p.icmpType !== undefined) {
+  if (sameTransport && p.icmpType !== undefined) {
     const answer = icmpAnswerType(p.l4proto, p.icmpType);
     if (answer === undefined && overrides.icmpType === undefined) return fail(step.path, `ICMP type ${p.icmpType} is not a query with an answer: give \`icmpType\``);
     Object.assign(derived, { icmpType: answer, icmpCode: 0 });
   }
   const read = readPacket({ ...derived, ...overrides }, host, step.path);
-  return read.packet ? { packet: read.packet, explicitCt: hasCt(overrides) } : { errors: read.errors };
+  if (!read.packet) return { errors: read.errors };
+  const packet = read.packet;
+  const explicitCt = hasCt(overrides);
+  if (packet.icmpType === undefined || !isIcmpError(packet.l4proto, packet.icmpType)) return { packet, explicitCt };
+  // An ICMP error about the previous packet quotes it as it left the node, whole: a packet of
+  // headers only fits (the kernel quotes up to 576 bytes of IPv4, 1280 of IPv6).
+  const quoted: QuotedPacket = { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: port(p.sport), dport: port(p.dport), icmpType: p.icmpType };
+  const length = overrides.length === undefined ? packet.length + headersLength(previous.family, p.l4proto) : packet.length;
+  return { packet: { ...packet, quoted, length }, explicitCt };
 }

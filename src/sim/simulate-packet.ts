@@ -7,7 +7,7 @@ import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint, setUpNullBinding } from './evaluate-stmt.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
-import { protocolName, readPacket, type Packet, type PacketInput } from './packet.js';
+import { protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
 import type { InputError } from './read-fields.js';
 import { hasConntrackEntry, localInterfaceAt, locOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
@@ -218,7 +218,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     ctAttached: false,
     zoneTemplate: false,
     untrackedFrom: undefined,
-    conn: { table: state.conntrack, explicit: how.explicitCt, keep: how.keep, entry: undefined, tuple: undefined, mapped: {}, carried: false },
+    conn: { table: state.conntrack, explicit: how.explicitCt, keep: how.keep, entry: undefined, tuple: undefined, mapped: {}, carried: false, quoted: packet.quoted },
     iif: packet.iif,
     oif: undefined,
     natDone: 0,
@@ -306,26 +306,47 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
   // invalid for a TCP packet that cannot open one); `notrack` leaves it untracked.
   if (!tracked || conn.carried || ctx.ct.state === 'untracked') return;
   const tuple = tupleOf(ctx.family, ctx.pkt, ctx.ct.zone);
-  if (!tuple) return;
+  if (!tuple) {
+    if (conn.quoted && !conn.explicit) relateIcmpError(ctx, conn.quoted);
+    return;
+  }
   if (!conn.explicit) {
     const found = conn.table.lookup(tuple);
     if (found) {
       const { entry, direction } = found;
       if (direction === 1) entry.status |= IPS.seenReply;
-      conn.entry = entry;
-      ctx.ct.state = direction === 1 || (entry.status & IPS.seenReply) !== 0 ? 'established' : 'new';
-      ctx.ct.direction = direction;
-      ctx.ct.mark = entry.mark;
-      ctx.ct.status = entry.status;
-      ctx.ct.zone = entry.original.zone;
-      ctx.ct.original = originalOf(entry);
-      ctx.natDone |= entry.natDone;
+      attachEntry(ctx, entry, direction, direction === 1 || (entry.status & IPS.seenReply) !== 0 ? 'established' : 'new');
       return;
     }
   }
   // An explicit `ct` is what the user says the packet sees; it opens a connection only as new
   // in the original direction.
   if (ctx.ct.state === 'new' && ctx.ct.direction === 0) conn.tuple = tuple;
+}
+
+/** An ICMP error is related to the connection whose tuple is the packet it quotes, inverted,
+ * when it goes to that tuple's destination (nf_conntrack_core.c nf_conntrack_inet_error: "outer
+ * daddr != inner" leaves it invalid), in that tuple's direction. It changes nothing of the entry;
+ * without one it stays as read (invalid). */
+function relateIcmpError(ctx: SimContext, quoted: QuotedPacket): void {
+  const tuple = tupleOf(ctx.family, quoted, ctx.ct.zone);
+  const found = tuple && ctx.conn.table.lookup(invertTuple(tuple));
+  if (!found) return;
+  const { entry, direction } = found;
+  if ((direction === 0 ? entry.original : entry.reply).dst !== ctx.pkt.dst.n) return;
+  attachEntry(ctx, entry, direction, 'related');
+}
+
+/** The packet gets the entry conntrack found for it, seen in `direction`. */
+function attachEntry(ctx: SimContext, entry: CtEntry, direction: 0 | 1, state: CtStateName): void {
+  ctx.conn.entry = entry;
+  ctx.ct.state = state;
+  ctx.ct.direction = direction;
+  ctx.ct.mark = entry.mark;
+  ctx.ct.status = entry.status;
+  ctx.ct.zone = entry.original.zone;
+  ctx.ct.original = originalOf(entry);
+  ctx.natDone |= entry.natDone;
 }
 
 function originalOf(entry: CtEntry): SimContext['ct']['original'] {

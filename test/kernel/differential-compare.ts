@@ -132,8 +132,11 @@ function findNatDisagreements(outcome: Outcome, packet: KernelPacket, seen: NonN
     if (target.address !== address) problems.push(`${nat.type} to ${nat.to}: the kernel's packet has ${address}`);
     if (target.port !== undefined && !isPortMatching(target.port, port)) problems.push(`${nat.type} to ${nat.to}: the kernel's packet has port ${String(port)}`);
   }
-  const dnatSeen = seen.dst !== packet.dst || (packet.dport !== undefined && seen.dport !== packet.dport);
-  const snatSeen = seen.src !== packet.src || (packet.sport !== undefined && seen.sport !== packet.sport);
+  // An ICMP echo's identifier stands where the kernel side reads a port: nftsim does not model
+  // it, and NAT may rewrite it (`masquerade random` picks one, the reply gets the original back).
+  const ported = packet.protocol === 'tcp' || packet.protocol === 'udp';
+  const dnatSeen = seen.dst !== packet.dst || (ported && packet.dport !== undefined && seen.dport !== packet.dport);
+  const snatSeen = seen.src !== packet.src || (ported && packet.sport !== undefined && seen.sport !== packet.sport);
   if (dnatSeen && !sides.has('dst')) problems.push(`the kernel rewrote the destination, nftsim reports no NAT of it`);
   if (snatSeen && !sides.has('src')) problems.push(`the kernel rewrote the source, nftsim reports no NAT of it`);
   return problems;

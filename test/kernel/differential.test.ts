@@ -260,6 +260,27 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: a kube-proxy nft
 describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later packets meet the conntrack entry of the first)', () => {
   const rules = (body: string) => [{ kind: 'nft', text: body, file: 'flow.nft' }] as const;
   const syn = { iif: 'eth0', src: '192.0.2.1', protocol: 'tcp', sport: 40000, tcpFlags: 'syn' } as const;
+  // Marks what conntrack made of each packet at prerouting and output (related 0x1, direction
+  // reply 0x2, invalid 0x4); forwarding takes only a new connection or what relates to one.
+  const RELATED_MARKS = `table inet t {
+  chain pre {
+    type filter hook prerouting priority 0; policy accept;
+    ct state related meta mark set mark or 0x1
+    ct direction reply meta mark set mark or 0x2
+    ct state invalid meta mark set mark or 0x4
+  }
+  chain out {
+    type filter hook output priority 0; policy accept;
+    ct state related meta mark set mark or 0x1
+    ct direction reply meta mark set mark or 0x2
+    ct state invalid meta mark set mark or 0x4
+  }
+  chain fw {
+    type filter hook forward priority 0; policy drop;
+    ct state new,established,related accept
+  }
+}
+`;
   // The client's ACK to the SYN-ACK, in the window conntrack tracks.
   const ack = { ...syn, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 } as const;
 
@@ -377,6 +398,41 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
         { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.31', protocol: 'udp', sport: 40000, dport: 53 },
         { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.31', protocol: 'udp', sport: 40000, dport: 53 },
       ],
+    },
+    {
+      // nf_conntrack_inet_error relates the server's error to the connection (reply direction),
+      // and nf_nat_icmp_reply_translation un-masquerades it. nftsim took an ICMP error for a new
+      // packet of its own.
+      name: 'an ICMP error about a masqueraded UDP packet is related and un-masqueraded',
+      rulesets: rules(`${RELATED_MARKS}table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n`),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 }, { reply: true, protocol: 'icmp', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' }],
+    },
+    {
+      name: 'an ICMPv6 error about a masqueraded UDP packet is related and un-masqueraded',
+      rulesets: rules(`${RELATED_MARKS}table ip6 nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n`),
+      packets: [{ iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:2::20', protocol: 'udp', sport: 40000, dport: 53 }, { reply: true, protocol: 'icmpv6', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' }],
+    },
+    {
+      name: 'an ICMP error about a DNATed SYN is related and comes from the address the client used',
+      rulesets: rules(`${RELATED_MARKS}table ip nat {\n  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n    dnat to 198.51.100.20\n  }\n}\n`),
+      packets: [{ ...syn, dst: '198.51.100.30', dport: 80 }, { reply: true, protocol: 'icmp', icmpType: 'time-exceeded' }],
+    },
+    {
+      name: 'an ICMP error about an echo request is related',
+      rulesets: rules(RELATED_MARKS),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' }, { reply: true, protocol: 'icmp', icmpType: 'destination-unreachable', icmpCode: 'host-unreachable' }],
+    },
+    {
+      // "outer daddr != inner": the quoted packet is the connection's, the error goes elsewhere.
+      name: 'an ICMP error to another address than the quoted packet came from is invalid',
+      rulesets: rules(RELATED_MARKS),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 }, { reply: true, protocol: 'icmp', icmpType: 'destination-unreachable', dst: '192.0.2.77' }],
+    },
+    {
+      // The node's own error about a packet it took in, from a raw socket: related at output.
+      name: 'the node\'s ICMP error about a UDP packet it took in is related at output',
+      rulesets: rules(RELATED_MARKS),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '192.0.2.10', protocol: 'udp', sport: 40000, dport: 9 }, { reply: true, protocol: 'icmp', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' }],
     },
     {
       // The node answers what it took in: the reply leaves through output, un-redirected there

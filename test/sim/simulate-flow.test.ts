@@ -212,6 +212,60 @@ describe('NAT mappings that clash with a connection of the flow', () => {
   });
 });
 
+// An ICMP error quotes the packet it is about; conntrack relates it to that packet's connection
+// (nf_conntrack_core.c nf_conntrack_inet_error), and NAT translates it as that connection's
+// packets (nf_nat_icmp_reply_translation). Kernel rows "… ICMP error …" check the same.
+describe('ICMP errors about the packets of a flow', () => {
+  // Mark bits at prerouting: related 0x1, direction reply 0x2, invalid 0x4, ct mark 0x42 (set on
+  // the connection's first packet) 0x8.
+  const RELATED = `table inet t {
+    chain pre { type filter hook prerouting priority 0; policy accept;
+      ct state related meta mark set mark or 0x1
+      ct direction reply meta mark set mark or 0x2
+      ct state invalid meta mark set mark or 0x4
+      ct mark 0x42 meta mark set mark or 0x8
+      ct state new ct mark set 0x42
+    }
+  }
+  table ip nat { chain post { type nat hook postrouting priority srcnat; policy accept; oifname "cni0" masquerade } }`;
+  const UNREACHABLE = { reply: true, protocol: 'icmp', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' } as const;
+
+  it('relates the server\'s error to the connection, in the reply direction, and un-masquerades it', () => {
+    const [, error] = only(RELATED, [UDP, UNREACHABLE]);
+    expect(error).toMatchObject({ disposition: 'forwarded', iif: 'cni0', oif: 'eth0', mark: '0x0000000b', ctMark: '0x00000042', packet: { protocol: 'icmp', src: '10.244.1.5', dst: '192.0.2.99' } });
+    expect(error!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['masquerade', '192.0.2.99', 'reply']]);
+  });
+
+  // The error quotes the IP and UDP headers of the packet: 20 + 8 + 20 + 8 bytes.
+  it('is as long as its headers and the packet it quotes', () => {
+    const text = 'table ip t { chain pre { type filter hook prerouting priority 0; meta length 56 meta mark set 0x1 } }';
+    const [, error] = only(text, [UDP, UNREACHABLE]);
+    expect(error!.mark).toBe('0x00000001');
+  });
+
+  it('relates the client\'s error about the server\'s reply in the original direction, masqueraded as the connection', () => {
+    const [, , error] = only(RELATED, [UDP, { reply: true }, { ...UNREACHABLE, icmpCode: 'host-unreachable' }]);
+    expect(error).toMatchObject({ iif: 'eth0', oif: 'cni0', mark: '0x00000009', packet: { src: '10.244.0.1', dst: '10.244.1.5' } });
+    expect(error!.nat.map((n) => [n.type, n.conntrack])).toEqual([['masquerade', 'original']]);
+  });
+
+  it('relates an error about an ICMP echo request', () => {
+    const ping = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'icmp' } as const;
+    const [, error] = only(RELATED, [ping, { ...UNREACHABLE, icmpType: 'time-exceeded', icmpCode: 0 }]);
+    expect(error!.mark).toBe('0x0000000b');
+  });
+
+  it.each([
+    // "outer daddr != inner": the error goes elsewhere than the quoted packet came from.
+    ['to another address than the quoted packet came from', [UDP, { ...UNREACHABLE, dst: '10.244.0.7' }]],
+    // No connection: nf_conntrack_inet_error attaches nothing.
+    ['about no connection', [{ iif: 'cni0', src: '10.244.1.5', dst: '192.0.2.99', protocol: 'icmp', icmpType: 'destination-unreachable' }]],
+  ] as const)('leaves an error %s invalid', (_name, packets) => {
+    const outcomes = only(RELATED, packets as unknown as FlowInput['packets']);
+    expect(outcomes.at(-1)!.mark).toBe('0x00000004');
+  });
+});
+
 describe('random choices across a flow', () => {
   const LB = `table ip nat {
     chain pre { type nat hook prerouting priority dstnat; policy accept;

@@ -48,7 +48,20 @@ describe('craftPacket and parseFrame', () => {
     expect(sumsToZero(packet.protocol === 'icmp' && ip[0]! >> 4 === 4 ? l4 : Buffer.concat([pseudo, l4]))).toBe(true);
   });
 
+  // RFC 792 / RFC 4443: type, code, checksum, 4 unused bytes, then the quoted packet.
   it.each([
+    ['icmp', { src: '198.51.100.20', dst: '192.0.2.1', protocol: 'icmp', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' }, [3, 3], 20],
+    ['icmpv6', { src: '2001:db8:2::20', dst: '2001:db8:1::1', protocol: 'icmp', icmpType: 'time-exceeded', icmpCode: 'host-unreachable' }, [3, 3], 40],
+  ] as const)('crafts an %s error quoting the packet it is about', (_name, error, [type, code], headerLength) => {
+    const quoted: KernelPacket = { src: error.dst, dst: error.src, protocol: 'udp', sport: 40000, dport: 53 };
+    const ip = craftPacket({ ...error, quoted }, 7);
+    const l4 = ip.subarray(headerLength);
+    expect([l4[0], l4[1], l4.readUInt32BE(4)]).toEqual([type, code, 0]);
+    expect(parseFrame(frame(l4.subarray(8)))).toMatchObject({ src: quoted.src, dst: quoted.dst, protocol: 'udp', sport: 40000, dport: 53 });
+  });
+
+  it.each([
+    { packet: { src: '192.0.2.1', dst: '198.51.100.2', protocol: 'icmp', icmpType: 'time-exceeded' } as const, error: /needs the packet it quotes/ },
     { packet: { src: '192.0.2.1', dst: '2001:db8::1', protocol: 'tcp' } as const, error: /differ in family/ },
     { packet: { src: '192.0.2.1', dst: '192.0.2.2', protocol: 'tcp', tcpFlags: 'syn,bogus' } as const, error: /unknown TCP flag bogus/ },
   ])('refuses $packet', ({ packet, error }) => {

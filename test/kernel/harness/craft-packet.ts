@@ -1,6 +1,6 @@
 // Packets for the kernel-differential harness: crafting the IP packet a case injects, and reading
 // back the frames the peers capture. Only what the harness needs: IPv4/IPv6 with TCP, UDP, ICMP
-// echo and ICMPv6 echo (requests and replies), no options, no payload.
+// echo and ICMPv6 echo (requests and replies) and a few ICMP errors, no options, no payload.
 import { isIPv4, isIPv6 } from 'node:net';
 
 export type KernelProtocol = 'tcp' | 'udp' | 'icmp' | 'icmpv6';
@@ -19,8 +19,12 @@ export interface KernelPacket {
   readonly dport?: number;
   /** Comma-separated TCP flags, `syn` by default: `syn`, `syn,ack`, `ack`, `fin,ack`, `rst`. */
   readonly tcpFlags?: string;
-  /** For ICMP and ICMPv6: an echo request (the default) or reply. */
-  readonly icmpType?: 'echo-request' | 'echo-reply';
+  /** For ICMP and ICMPv6: an echo request (the default) or reply, or an error quoting `quoted`. */
+  readonly icmpType?: 'echo-request' | 'echo-reply' | IcmpErrorType;
+  /** An ICMP error's code: a name of nft's icmp_code or icmpv6_code that ICMP_CODES has. */
+  readonly icmpCode?: IcmpCodeName;
+  /** The packet an ICMP error is about, quoted whole (its headers: there is no payload). */
+  readonly quoted?: KernelPacket;
   /** Initial meta mark (`0x4000` or a number). */
   readonly mark?: string | number;
   readonly ttl?: number;
@@ -64,6 +68,15 @@ const TCP_FLAG_BITS: readonly (readonly [string, number])[] = [
 ];
 /** ICMP and ICMPv6 echo types (include/uapi/linux/icmp.h, icmpv6.h). */
 const ECHO_TYPES = { icmp: { 'echo-request': 8, 'echo-reply': 0 }, icmpv6: { 'echo-request': 128, 'echo-reply': 129 } } as const;
+/** The error types the harness crafts, by nft's names. */
+const ERROR_TYPES = { icmp: { 'destination-unreachable': 3, 'time-exceeded': 11 }, icmpv6: { 'destination-unreachable': 1, 'time-exceeded': 3 } } as const;
+export type IcmpErrorType = keyof (typeof ERROR_TYPES)['icmp'];
+/** Their codes, by nft's names (ICMPv6 has no host-unreachable: addr-unreachable stands for it). */
+const ICMP_CODES = {
+  icmp: { 'port-unreachable': 3, 'host-unreachable': 1, 'addr-unreachable': 1 },
+  icmpv6: { 'port-unreachable': 4, 'host-unreachable': 3, 'addr-unreachable': 3 },
+} as const;
+export type IcmpCodeName = keyof (typeof ICMP_CODES)['icmp'];
 const DEFAULT_PORTS = { sport: 40000, dport: 80 };
 /** The TCP sequence number of a packet that gives none. */
 export const DEFAULT_SEQ = 0x1000_0000;
@@ -136,13 +149,23 @@ function craftTransport(packet: KernelPacket, protocol: KernelProtocol, src: Buf
       checksumAt = 6;
       break;
     case 'icmp':
-    case 'icmpv6':
-      segment = Buffer.alloc(8);
-      segment.writeUInt8(ECHO_TYPES[protocol][packet.icmpType ?? 'echo-request'], 0);
-      segment.writeUInt16BE(sport, 4);
-      segment.writeUInt16BE(1, 6);
+    case 'icmpv6': {
+      const type = packet.icmpType ?? 'echo-request';
+      if (type === 'echo-request' || type === 'echo-reply') {
+        segment = Buffer.alloc(8);
+        segment.writeUInt8(ECHO_TYPES[protocol][type], 0);
+        segment.writeUInt16BE(sport, 4);
+        segment.writeUInt16BE(1, 6);
+      } else {
+        // Type, code, checksum, 4 unused bytes, then the quoted packet (RFC 792, RFC 4443).
+        if (!packet.quoted) throw new Error(`an ICMP ${type} needs the packet it quotes`);
+        segment = Buffer.concat([Buffer.alloc(8), craftPacket(packet.quoted, 0)]);
+        segment.writeUInt8(ERROR_TYPES[protocol][type], 0);
+        segment.writeUInt8(ICMP_CODES[protocol][packet.icmpCode ?? 'port-unreachable'], 1);
+      }
       checksumAt = 2;
       break;
+    }
     default: {
       const unknown: never = protocol;
       throw new Error(`unknown protocol ${String(unknown)}`);

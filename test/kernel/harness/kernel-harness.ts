@@ -644,6 +644,19 @@ function replyTo(previous: { packet: KernelPacket; result: KernelResult } | unde
   const { protocol } = previous.packet;
   const ported = protocol === 'tcp' || protocol === 'udp';
   const seen = previous.result.delivered ?? previous.result.arrived!;
+  if (overrides.icmpType !== undefined && overrides.icmpType !== 'echo-request' && overrides.icmpType !== 'echo-reply') {
+    // An ICMP error about the previous packet quotes it as it was seen.
+    const { src, dst, sport, dport } = seen;
+    const quoted: KernelPacket = { ...previous.packet, src, dst, ...(sport !== undefined && { sport }), ...(dport !== undefined && { dport }) };
+    return {
+      ...(previous.result.delivered ? { iif: previous.result.delivered.iface } : { skuid: 0, skgid: 0 }),
+      src: seen.dst,
+      dst: seen.src,
+      protocol: 'icmp',
+      quoted,
+      ...overrides,
+    };
+  }
   return {
     ...(previous.result.delivered ? { iif: previous.result.delivered.iface } : { skuid: 0, skgid: 0 }),
     src: seen.dst,
