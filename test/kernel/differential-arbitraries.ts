@@ -15,11 +15,12 @@
 // maps, maps, dynamic sets, fib, meta keys, numgen and meta random, tcp flags, icmp types, dnat /
 // snat with address and port ranges and maps, redirect, masquerade with its flags). Packets:
 // IPv4 and IPv6, TCP with several flag sets, UDP and ICMP echo, from either side or locally
-// generated; five in eight TCP SYNs, UDP and ICMP echo packets open a flow: the reply, then the
+// generated; two in three TCP SYNs, UDP and ICMP echo packets open a flow: the reply, then the
 // client's next packet, which meets the conntrack entry the first packet made, or the client's
 // next connection (another source port), which must not; or, with no reply, a connection from the
 // same source port of another client or to another destination, whose NAT mapping may clash with
-// the first one's (nf_nat_core.c get_unique_tuple).
+// the first one's (nf_nat_core.c get_unique_tuple); or an ICMP error about the packet, related to
+// its connection.
 // Locally generated packets to a local address, and output DNAT / redirect to one, come back in
 // through lo (prerouting, input).
 import fc from 'fast-check';
@@ -54,8 +55,9 @@ export interface GeneratedCase {
   readonly packet: KernelPacket;
   /** Whether a TCP SYN, UDP or ICMP echo packet opens a flow: its reply, then the client's next
    * packet of the connection, or the first of its next connection (TCP and UDP); or a second
-   * connection from the same source port, of another client or to another destination. */
-  readonly flow?: 'next packet' | 'next connection' | 'other client' | 'other destination';
+   * connection from the same source port, of another client or to another destination; or an
+   * ICMP error about it from where it went. */
+  readonly flow?: 'next packet' | 'next connection' | 'other client' | 'other destination' | 'error';
 }
 
 /** A received packet's destination: a unicast one, or for a fifth a broadcast or multicast one. */
@@ -145,7 +147,7 @@ export const arbitraryCase: fc.Arbitrary<GeneratedCase> = fc.record(
     tables: fc.array(arbitraryTable, { minLength: 1, maxLength: 3 }),
     iptables: arbitraryIptablesDump,
     packet: fc.constantFrom<AddressFamily>('ip', 'ip6').chain(arbitraryPacket),
-    flow: fc.constantFrom(undefined, undefined, undefined, 'next packet', 'next packet', 'next connection', 'other client', 'other destination'),
+    flow: fc.constantFrom(undefined, undefined, undefined, 'next packet', 'next packet', 'next connection', 'other client', 'other destination', 'error'),
   },
   { requiredKeys: ['tables', 'packet'] },
 );
@@ -187,9 +189,15 @@ export function renderCase(testCase: GeneratedCase): { rulesets: (KernelRuleset 
  * TCP first packets open none (TCP tracking refuses what follows an ACK, SYN-ACK, FIN or RST).
  * A second connection from the same source port follows the packet without a reply: from the
  * other client on eth0, else (and for `other destination`) to another server, or from a server
- * to the other side's address. */
+ * to the other side's address. An ICMP error comes from where the packet went: port unreachable
+ * about TCP, time exceeded about the rest. */
 function flowOf(packet: KernelPacket, then: NonNullable<GeneratedCase['flow']>): readonly KernelFlowPacket[] | undefined {
   if (packet.protocol === 'tcp' && (packet.tcpFlags ?? 'syn') !== 'syn') return undefined;
+  if (then === 'error') {
+    const protocol = packet.src.includes(':') ? 'icmpv6' : 'icmp';
+    const error = packet.protocol === 'tcp' ? { icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' } as const : { icmpType: 'time-exceeded' } as const;
+    return [packet, { reply: true, protocol, ...error }];
+  }
   if (then === 'other client' || then === 'other destination') {
     const a = ADDRESSES[packet.src.includes(':') ? 'ip6' : 'ip'];
     if (then === 'other client' && packet.iif === 'eth0') return [packet, { ...packet, src: packet.src === a.client[0] ? a.client[2] : a.client[0] }];
