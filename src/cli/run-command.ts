@@ -32,7 +32,7 @@ export function addRunCommand(program: Command, io: Io, setExit: (code: number) 
     .argument('<packet>', 'packet file ({ host, packet }) or scenario ({ host, packets: [...] } or { host, flows: [...] }), JSON or YAML; - for stdin')
     .argument('<rulesets...>', 'one node: nft listing, nft -j JSON, iptables-save dumps')
     .option('--json', 'print the outcomes as JSON')
-    .option('--host <file>', 'host description (nftsim JSON, ip -j addr show, ip -j route show); repeatable', (v: string, acc: string[] = []) => [...acc, v])
+    .option('--host <file>', 'host description (nftsim JSON with interfaces, routes and rules; or ip -j addr show, ip -j route show); repeatable', (v: string, acc: string[] = []) => [...acc, v])
     .option('--seed <n>', 'pick one branch of every random choice instead of listing them all')
     .option('--trace', 'for a scenario: print every packet\'s trace, not only the failing ones\'')
     .action((packetFile: string, rulesetFiles: string[], opts: RunOptions) => {

@@ -6,6 +6,7 @@ import type { Expr, Literal, NamedSet, Relational } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, formatAddress, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
 import { isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute, primaryAddress } from './host.js';
+import { HOST_KEY } from './route-rules.js';
 import { CT_STATE_BITS } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
@@ -256,7 +257,7 @@ function addressType(ctx: SimContext, a: Address): number {
     return 1;
   }
   // IPv6 routes the address (nft_fib6.c __nft_fib6_eval_type): no route is RTN_UNREACHABLE.
-  return lookupRoute(ctx.host, a) ? 1 : 7;
+  return lookupRoute(ctx.host, a, HOST_KEY) ? 1 : 7;
 }
 
 function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue | undefined {
@@ -355,9 +356,12 @@ export function fibTypeOf(flags: number, ctx: SimContext): number {
 function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValue | undefined {
   const flags = expr.flags;
   const address = flags.includes('saddr') ? ctx.pkt.src : ctx.pkt.dst;
-  if (flags.includes('mark')) throw new NotModelled('fib with mark (policy routing)');
+  // nft_fib4.c / nft_fib6.c: the lookup comes from LOOPBACK_IFINDEX, from the other address, with
+  // the packet's mark only under `mark` (which matters only to routing rules).
+  const mark = flags.includes('mark') ? ctx.pkt.mark : 0;
   switch (expr.result) {
     case 'type':
+      if (mark !== 0 && ctx.family === 'ip6' && ctx.host.rules?.ip6) throw new NotModelled('fib … mark type of IPv6 under routing rules');
       return BigInt(fibTypeOf(fibFlagBits(flags), ctx));
     case 'oif':
     case 'oifname': {
@@ -368,7 +372,7 @@ function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValu
       // A local address has no output interface: the lookup gives RTN_LOCAL and the result stays
       // 0 (nft_fib4.c "Should not see RTN_LOCAL here", nft_fib6.c RTF_LOCAL).
       if (localInterfaceAt(ctx, address)) return none;
-      const dev = isIpv6LinkLocal(address) ? linkLocalRouteDev(flags, ctx) : isMulticastAddress(address) && address.family === 'ip6' ? multicastBeyondLink(address) : lookupRoute(ctx.host, address)?.dev;
+      const dev = isIpv6LinkLocal(address) ? linkLocalRouteDev(flags, ctx) : isMulticastAddress(address) && address.family === 'ip6' ? multicastBeyondLink(address) : lookupRoute(ctx.host, address, { mark, iif: 'lo', src: address === ctx.pkt.src ? ctx.pkt.dst : ctx.pkt.src })?.dev;
       // `fib saddr . iif oif`: the result counts only when the route goes through the input
       // interface (nft_fib4.c: NFTA_FIB_F_IIF, fib_info_nh_uses_dev).
       if (dev === undefined || (flags.includes('iif') && dev !== ctx.iif)) return none;

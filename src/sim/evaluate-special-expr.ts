@@ -8,7 +8,8 @@ import type { AddressFamily } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
 import { evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { payloadFieldBits } from './packet-bytes.js';
-import { NotModelled, type SimContext } from './sim-context.js';
+import { NotModelled, routeKeyOf, type SimContext } from './sim-context.js';
+import { HOST_KEY } from './route-rules.js';
 
 type SpecialExpr = Extract<Expr, { kind: 'exthdr' | 'tcp-option' | 'ip-option' | 'sctp-chunk' | 'rt' | 'socket' | 'osf' | 'ipsec' | 'hash' }>;
 
@@ -47,7 +48,7 @@ function rtValue(expr: Extract<Expr, { kind: 'rt' }>, ctx: SimContext): RtValue 
       // NFT_RT_NEXTHOP4/6 only for their family; rt_nexthop: the gateway, else the destination.
       if (expr.family !== undefined && expr.family !== family) return undefined;
       if (localInterfaceOf(ctx.host, ctx.pkt.dst)) return ctx.pkt.dst.n;
-      const route = lookupRoute(ctx.host, ctx.pkt.dst);
+      const route = lookupRoute(ctx.host, ctx.pkt.dst, routeKeyOf(ctx));
       return route?.via?.n ?? ctx.pkt.dst.n;
     }
     case 'mtu': {
@@ -57,7 +58,7 @@ function rtValue(expr: Extract<Expr, { kind: 'rt' }>, ctx: SimContext): RtValue 
       const dev = routeDevice(ctx);
       if (dev === undefined) return undefined;
       let mtu = mtuOf(dev);
-      const back = localInterfaceOf(ctx.host, ctx.pkt.src) ? 'lo' : lookupRoute(ctx.host, ctx.pkt.src)?.dev;
+      const back = localInterfaceOf(ctx.host, ctx.pkt.src) ? 'lo' : lookupRoute(ctx.host, ctx.pkt.src, HOST_KEY)?.dev;
       if (back !== undefined) mtu = Math.min(mtu, mtuOf(back));
       const minimum = family === 'ip' ? 40 : 60;
       return BigInt(mtu <= minimum || mtu > 0xffff ? 536 : mtu - minimum);

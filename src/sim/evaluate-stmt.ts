@@ -6,6 +6,7 @@ import type { Expr, LimitStmt, NatStmt, QuotaStmt, Rule, Stmt, XtExtensionStmt }
 import { chainIndexNamed, type ChainIndex } from './chain-index.js';
 import { formatAddress, parseAddress, type Address, type AddressFamily } from './address.js';
 import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
+import { HOST_KEY } from './route-rules.js';
 import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
 import { IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
@@ -464,7 +465,8 @@ function matchRpfilter(stmt: XtExtensionStmt, ctx: SimContext): boolean {
   let passed: boolean;
   if (localInterfaceOf(ctx.host, ctx.pkt.src)) passed = flag('accept-local');
   else {
-    const route = lookupRoute(ctx.host, ctx.pkt.src);
+    // xt_rpfilter.c: from LOOPBACK_IFINDEX, the mark only with --validmark (refused above).
+    const route = lookupRoute(ctx.host, ctx.pkt.src, { ...HOST_KEY, src: ctx.pkt.dst });
     passed = route !== undefined && (flag('loose') || route.dev === ctx.iif);
   }
   return passed !== invert;

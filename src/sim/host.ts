@@ -1,15 +1,38 @@
-// The host a packet meets: its interfaces with their addresses, its routes, whether it forwards.
-// Given in nftsim's own shape or as captured on the node with `ip -j addr show` and
-// `ip -j route show` (what a user can collect without understanding the simulator).
+// The host a packet meets: its interfaces with their addresses, its routes and routing rules,
+// whether it forwards. Given in nftsim's own shape or as captured on the node with
+// `ip -j addr show`, `ip -j route show` and `ip -j rule show` (what a user can collect without
+// understanding the simulator).
 
 import { familyBits, formatAddress, parseAddress, parseCidr, prefixMask, type Address, type AddressFamily, type Cidr } from './address.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
+import { DEFAULT_RULES, isRuleMatching, LOCAL_TABLE, MAIN_TABLE, PLAIN_KEY, readRules, tableId, type HostRule, type RouteKey } from './route-rules.js';
 
 /** nftsim's host shape (the `host` of a packet file). */
 export interface HostInput {
   readonly interfaces?: readonly HostInterfaceInput[] | readonly IpAddrEntry[];
   readonly routes?: readonly HostRouteInput[] | readonly IpRouteEntry[];
+  /** The routing rules, as `ip -j rule show` prints them (IPv4) and `ip -6 -j rule show` (IPv6);
+   * absent: the kernel's default rules (main, then default). */
+  readonly rules?: readonly IpRuleEntry[];
+  readonly rules6?: readonly IpRuleEntry[];
   readonly forwarding?: boolean;
+}
+
+/** One entry of `ip -j rule show` (route-rules.ts reads it; `not` is printed as null). */
+export interface IpRuleEntry {
+  readonly priority: number;
+  readonly not?: null | boolean;
+  readonly src?: string;
+  readonly srclen?: number;
+  readonly dst?: string;
+  readonly dstlen?: number;
+  readonly fwmark?: string | number;
+  readonly fwmask?: string | number;
+  readonly iif?: string;
+  readonly oif?: string;
+  readonly table?: string | number;
+  readonly action?: string;
+  readonly suppress_prefixlen?: number;
 }
 
 export interface HostInterfaceInput {
@@ -22,8 +45,18 @@ export interface HostRouteInput {
   /** `default` or a prefix. */
   readonly dst: string;
   readonly via?: string;
-  readonly dev: string;
+  /** The output interface, which a unicast route needs. */
+  readonly dev?: string;
+  /** The routing table (`main` when absent): a number or a name. */
+  readonly table?: string | number;
+  /** `unicast` (the default), or `throw`, `unreachable`, `blackhole`, `prohibit`. */
+  readonly type?: RouteType;
 }
+
+/** What a route found does: unicast sends the packet on; throw ends the lookup in its table (the
+ * next rule goes on); the others drop it. */
+export type RouteType = 'unicast' | 'throw' | 'unreachable' | 'blackhole' | 'prohibit';
+const ROUTE_TYPES: readonly string[] = ['unicast', 'throw', 'unreachable', 'blackhole', 'prohibit'];
 
 /** One entry of `ip -j addr show` (only the fields nftsim reads). */
 export interface IpAddrEntry {
@@ -37,6 +70,7 @@ export interface IpRouteEntry {
   readonly gateway?: string;
   readonly dev?: string;
   readonly type?: string;
+  readonly table?: string | number;
 }
 
 export interface HostInterface {
@@ -47,7 +81,10 @@ export interface HostInterface {
 export interface HostRoute {
   readonly dst: Cidr;
   readonly via?: Address;
+  /** The output interface; '' for a route of another type than unicast, which sends nowhere. */
   readonly dev: string;
+  readonly table: string;
+  readonly type: RouteType;
 }
 
 /** The resolved host: `lo` always present (127.0.0.1/8, ::1/128), connected routes of every
@@ -55,6 +92,8 @@ export interface HostRoute {
 export interface Host {
   readonly interfaces: readonly HostInterface[];
   readonly routes: readonly HostRoute[];
+  /** The routing rules of each family given; absent: the kernel's default rules. */
+  readonly rules?: Readonly<Partial<Record<AddressFamily, readonly HostRule[]>>>;
   readonly forwarding: boolean;
 }
 
@@ -70,14 +109,17 @@ export function readHost(parts: readonly { readonly value: unknown; readonly pat
   const reader = new FieldReader();
   const interfaces: HostInterface[] = [];
   const routes: HostRoute[] = [];
+  const rules: Partial<Record<AddressFamily, HostRule[]>> = {};
   let forwarding = true;
   for (const { value, path } of parts) {
     if (Array.isArray(value)) {
       readIpJson(reader, value, path, interfaces, routes);
       continue;
     }
-    const record = reader.object(value, path, ['interfaces', 'routes', 'forwarding']);
+    const record = reader.object(value, path, ['interfaces', 'routes', 'rules', 'rules6', 'forwarding']);
     if (!record) continue;
+    if (record.rules !== undefined) rules.ip = readRules(reader, record.rules, [...path, 'rules'], 'ip');
+    if (record.rules6 !== undefined) rules.ip6 = readRules(reader, record.rules6, [...path, 'rules6'], 'ip6');
     if (record.forwarding !== undefined) forwarding = reader.boolean(record.forwarding, [...path, 'forwarding']) ?? forwarding;
     if (record.interfaces !== undefined) {
       const list = reader.array(record.interfaces, [...path, 'interfaces']) ?? [];
@@ -105,12 +147,13 @@ export function readHost(parts: readonly { readonly value: unknown; readonly pat
   }
   const all = seen.has('lo') ? interfaces : [LOOPBACK, ...interfaces];
   for (const route of routes) {
-    if (!all.some((iface) => iface.name === route.dev)) reader.fail(['host', 'routes'], `route to ${formatCidr(route.dst)} uses unknown interface '${route.dev}'`);
+    if (route.type === 'unicast' && !all.some((iface) => iface.name === route.dev)) reader.fail(['host', 'routes'], `route to ${formatCidr(route.dst)} uses unknown interface '${route.dev}'`);
   }
   const connected = all.flatMap((iface) =>
-    iface.addresses.map((a): HostRoute => ({ dst: { family: a.family, n: a.n & prefixMask(familyBits(a.family), a.prefix), prefix: a.prefix }, dev: iface.name })),
+    iface.addresses.map((a): HostRoute => ({ dst: { family: a.family, n: a.n & prefixMask(familyBits(a.family), a.prefix), prefix: a.prefix }, dev: iface.name, table: MAIN_TABLE, type: 'unicast' })),
   );
-  return { host: { interfaces: all, routes: [...connected, ...routes], forwarding }, errors: reader.errors };
+  const host: Host = { interfaces: all, routes: [...connected, ...routes], ...((rules.ip || rules.ip6) && { rules }), forwarding };
+  return { host, errors: reader.errors };
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -135,19 +178,24 @@ function readInterface(reader: FieldReader, value: unknown, path: FieldPath): Ho
 }
 
 function readRoute(reader: FieldReader, value: unknown, path: FieldPath): HostRoute | undefined {
-  const record = reader.object(value, path, ['dst', 'via', 'dev', 'family']);
+  const record = reader.object(value, path, ['dst', 'via', 'dev', 'family', 'table', 'type']);
   if (!record) return undefined;
   const dstText = reader.string(record.dst, [...path, 'dst']);
-  const dev = reader.string(record.dev, [...path, 'dev']);
+  const type = record.type === undefined ? 'unicast' : reader.string(record.type, [...path, 'type']);
+  if (type !== undefined && !ROUTE_TYPES.includes(type)) return reader.fail([...path, 'type'], `expected one of ${ROUTE_TYPES.join(', ')}`);
+  // A route of another type sends nowhere: it needs no interface.
+  const dev = record.dev === undefined && type !== 'unicast' ? '' : reader.string(record.dev, [...path, 'dev']);
   const via = record.via === undefined ? undefined : reader.string(record.via, [...path, 'via']);
   const family = record.family === undefined ? undefined : reader.string(record.family, [...path, 'family']);
   if (family !== undefined && family !== 'ip' && family !== 'ip6') reader.fail([...path, 'family'], "expected 'ip' or 'ip6'");
-  if (dstText === undefined || dev === undefined) return undefined;
+  const table = record.table === undefined ? MAIN_TABLE : typeof record.table === 'number' ? String(record.table) : reader.string(record.table, [...path, 'table']);
+  if (dstText === undefined || dev === undefined || type === undefined || table === undefined) return undefined;
   const viaAddress = via === undefined ? undefined : parseAddress(via);
   if (via !== undefined && !viaAddress) return reader.fail([...path, 'via'], `'${via}' is not an address`);
   const dst = readRouteDst(dstText, (family as AddressFamily | undefined) ?? viaAddress?.family ?? 'ip');
   if (!dst) return reader.fail([...path, 'dst'], `'${dstText}' is not 'default' or a prefix`);
-  return viaAddress ? { dst, via: viaAddress, dev } : { dst, dev };
+  const route = { dst, dev, table: tableId(table), type: type as RouteType };
+  return viaAddress ? { ...route, via: viaAddress } : route;
 }
 
 function readRouteDst(text: string, family: AddressFamily): Cidr | undefined {
@@ -174,17 +222,21 @@ function readIpJson(reader: FieldReader, entries: readonly unknown[], path: Fiel
       }
       interfaces.push({ name: entry.ifname, addresses });
     } else if (typeof entry.dst === 'string') {
-      // Only unicast routes of the main table decide forwarding; local/broadcast routes are the
-      // kernel's own and follow from the addresses.
-      if (entry.type !== undefined && entry.type !== 'unicast') continue;
-      if (typeof entry.dev !== 'string') continue;
+      // Local, broadcast and multicast routes (`ip -j route show table all`) are the kernel's own
+      // and follow from the addresses.
+      const type = entry.type ?? 'unicast';
+      if (typeof type !== 'string' || !ROUTE_TYPES.includes(type)) continue;
+      if (type === 'unicast' && typeof entry.dev !== 'string') continue;
       const via = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
       const dst = readRouteDst(entry.dst, via?.family ?? (entry.dst.includes(':') ? 'ip6' : 'ip'));
       if (!dst) {
         reader.fail([...at, 'dst'], `'${entry.dst}' is not 'default' or a prefix`);
         continue;
       }
-      routes.push(via ? { dst, via, dev: entry.dev } : { dst, dev: entry.dev });
+      const route = { dst, dev: typeof entry.dev === 'string' ? entry.dev : '', table: tableId(typeof entry.table === 'string' || typeof entry.table === 'number' ? entry.table : 'main'), type: type as RouteType };
+      routes.push(via ? { ...route, via } : route);
+    } else if (typeof entry.priority === 'number') {
+      reader.fail(at, '`ip -j rule show` output goes in the host\'s `rules` (`ip -6 -j rule show`: `rules6`): its entries do not say their family');
     } else reader.fail(at, 'expected `ifname` (ip -j addr show) or `dst` (ip -j route show)');
   }
 }
@@ -297,10 +349,26 @@ function isSubnetBroadcast(addresses: readonly Cidr[], address: Address): boolea
 
 /** Longest-prefix match on the host's routes (connected ones included); the first of equal
  * prefixes wins. */
-export function lookupRoute(host: Host, address: Address): HostRoute | undefined {
+export function lookupRoute(host: Host, address: Address, key: RouteKey = PLAIN_KEY): HostRoute | undefined {
+  const rules = host.rules?.[address.family];
+  // fib_rules_lookup: the first rule that matches and gives a route; the local table (local
+  // addresses) was consulted before, by the caller. The default rules match every packet.
+  for (const rule of rules ?? DEFAULT_RULES) {
+    if (rule.table === LOCAL_TABLE || (rules && !isRuleMatching(rule, address, key))) continue;
+    if (rule.action !== 'lookup') return undefined;
+    const route = tableRoute(host, rule.table, address);
+    if (!route || route.type === 'throw') continue;
+    if (rule.suppressPrefixlen !== undefined && route.dst.prefix <= rule.suppressPrefixlen) continue;
+    return route.type === 'unicast' ? route : undefined;
+  }
+  return undefined;
+}
+
+/** The longest prefix of `table` holding `address` (fib_table_lookup). */
+function tableRoute(host: Host, table: string, address: Address): HostRoute | undefined {
   let best: HostRoute | undefined;
   for (const route of host.routes) {
-    if (route.dst.family !== address.family) continue;
+    if (route.dst.family !== address.family || route.table !== table) continue;
     const mask = prefixMask(familyBits(address.family), route.dst.prefix);
     if ((address.n & mask) !== (route.dst.n & mask)) continue;
     if (!best || route.dst.prefix > best.dst.prefix) best = route;

@@ -7,6 +7,7 @@ import type { ConntrackTable, CtEntry, CtTuple, NatManip } from './conntrack-tab
 import { localInterfaceOf, type Host, type HostInterface } from './host.js';
 import type { Loc, NatEvent, TraceEvent } from './outcome.js';
 import type { CtStateName, Packet, QuotedPacket } from './packet.js';
+import { PLAIN_KEY, type RouteKey } from './route-rules.js';
 import type { HookIndex } from './pipeline.js';
 
 /** Thrown by the evaluators for something nftsim does not model; the rule it happens in becomes
@@ -182,4 +183,12 @@ export function localInterfaceAt(ctx: SimContext, address: Address): HostInterfa
 export function locOf(node: { readonly span: { readonly file: string; readonly line: number; readonly column: number }; readonly handle?: number }): Loc {
   const { file, line, column } = node.span;
   return node.handle === undefined ? { file, line, column } : { file, line, column, handle: node.handle };
+}
+
+/** The key of the packet's own route lookup (ip_route_input_noref, ip_route_output_key): its
+ * mark as the rules so far left it, its input interface (lo for a locally generated packet), its
+ * source address. */
+export function routeKeyOf(ctx: SimContext): RouteKey {
+  // Without rules nothing reads it.
+  return ctx.host.rules ? { mark: ctx.pkt.mark, iif: ctx.iif ?? 'lo', src: ctx.pkt.src } : PLAIN_KEY;
 }

@@ -10,7 +10,7 @@ import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, ty
 import { protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
 import type { InputError } from './read-fields.js';
-import { hasConntrackEntry, localInterfaceAt, locOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
+import { hasConntrackEntry, localInterfaceAt, locOf, routeKeyOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
 
 export interface SimulateOptions {
   /** Pick one branch of every random choice with this seed instead of listing them all. */
@@ -244,8 +244,9 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
   return { outcome: finish(ctx, ending), final: ctx.pkt, family: ctx.family };
 }
 
-/** Runs every base chain of a hook; an ending when the packet's way ends there. */
-function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
+/** Runs every base chain of a hook; an ending when the packet's way ends there. `reroute` looks
+ * a local packet's route up again after a route chain changed its mark or addresses. */
+function runHook(ctx: SimContext, hook: Hook, reroute?: () => Ending | undefined): Ending | undefined {
   ctx.hook = hook;
   const conntrackAt = CONNTRACK_PRIORITY[hook];
   // No rule enables conntrack for this family: no packet ever gets an entry (pipeline.ts).
@@ -274,12 +275,18 @@ function runHook(ctx: SimContext, hook: Hook): Ending | undefined {
     }
     if (isNat && !isNatConsulted(ctx, hook)) continue;
     const hadMapping = manip !== undefined && (ctx.natDone & NAT_DONE[manip]) !== 0;
+    const routed = reroute && entry.chain.base?.type === 'route' ? { mark: ctx.pkt.mark, src: ctx.pkt.src.n, dst: ctx.pkt.dst.n } : undefined;
     const result: ChainResult = evaluateBaseChain(entry, ctx);
     if (isNat && manip && !hadMapping && (ctx.natDone & NAT_DONE[manip]) !== 0) {
       ctx.conn.mapped[manip] = manip === 'dst' ? { addr: ctx.pkt.dst, port: ctx.pkt.dport } : { addr: ctx.pkt.src, port: ctx.pkt.sport };
     }
-    if (result.verdict === 'accept') continue;
-    return endingOf(result);
+    if (result.verdict !== 'accept') return endingOf(result);
+    // nf_route_table_hook4/6 (nft `type route`, iptables-nft's mangle OUTPUT): a changed mark or
+    // address gets a new route at once (ip_route_me_harder), which later chains see.
+    if (routed && reroute && (ctx.pkt.mark !== routed.mark || ctx.pkt.src.n !== routed.src || ctx.pkt.dst.n !== routed.dst)) {
+      const ending = reroute();
+      if (ending) return ending;
+    }
   }
   if (conntrackAt !== undefined && !ctx.ctAttached) attachConntrack(ctx, tracked);
   if (manip && !natHookReached) applyMapping(ctx, manip);
@@ -478,7 +485,7 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   }
   // ip_route_input_slow: no forwarding on the input device → EHOSTUNREACH; no route → dropped.
   if (!ctx.host.forwarding) return { disposition: 'dropped', verdict: 'drop', reason: 'forwarding disabled on the host' };
-  const oif = forcedOif ?? lookupRoute(ctx.host, dst)?.dev;
+  const oif = forcedOif ?? lookupRoute(ctx.host, dst, routeKeyOf(ctx))?.dev;
   if (oif === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(dst)}` };
   ctx.oif = oif;
   // ip_forward / ip6_forward forward only what the link layer addressed to the host: a packet
@@ -567,21 +574,26 @@ function martian(which: 'source' | 'destination', address: Address, what: string
 }
 
 
-/** A locally generated packet: routed first (the socket's route), output, re-routed when output
- * changed the destination (ip_route_me_harder, nf_nat_ipv4_local_fn), then postrouting. */
+/** A locally generated packet: routed first (the socket's route, by the packet's mark), output,
+ * re-routed after a route chain changed its mark or addresses and when output changed the
+ * destination (ip_route_me_harder, nf_nat_ipv4_local_fn), then postrouting. */
 function send(ctx: SimContext, packet: Packet): Ending {
   const route = (): string | undefined =>
-    packet.oif ?? (localInterfaceAt(ctx, ctx.pkt.dst) ? 'lo' : lookupRoute(ctx.host, ctx.pkt.dst)?.dev);
-  const oif = route();
-  if (oif === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(ctx.pkt.dst)}` };
-  ctx.oif = oif;
+    packet.oif ?? (localInterfaceAt(ctx, ctx.pkt.dst) ? 'lo' : lookupRoute(ctx.host, ctx.pkt.dst, routeKeyOf(ctx))?.dev);
+  const setRoute = (): Ending | undefined => {
+    const oif = route();
+    if (oif === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(ctx.pkt.dst)}` };
+    ctx.oif = oif;
+    return undefined;
+  };
+  const unrouted = setRoute();
+  if (unrouted) return unrouted;
   const dst = ctx.pkt.dst;
-  const out = runHook(ctx, 'output');
+  const out = runHook(ctx, 'output', setRoute);
   if (out) return out;
   if (ctx.pkt.dst.n !== dst.n) {
-    const rerouted = route();
-    if (rerouted === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(ctx.pkt.dst)}` };
-    ctx.oif = rerouted;
+    const unrerouted = setRoute();
+    if (unrerouted) return unrerouted;
   }
   const post = runHook(ctx, 'postrouting');
   if (post) return post;

@@ -38,12 +38,15 @@ export interface NatChoice {
  * it starts again at a random one. */
 const MAX_ATTEMPTS = 128;
 
+const ALWAYS_FREE = (): boolean => true;
+
 /** get_unique_tuple for `req` against the confirmed connections of `table`. */
 export function uniqueTuple(req: NatRequest, table: ConntrackTable): NatChoice {
   const { wants, pkt, ports, random } = req;
   const port = wants === 'src' ? pkt.sport : pkt.dport;
-  const isFree = (address: bigint, newPort: number | NatValue | undefined): boolean =>
-    typeof newPort !== 'number' || table.entries.length === 0 || !table.isTaken(replyTuple(req, address, newPort));
+  // A single packet, or the first connection of a flow, takes nothing.
+  const isFree =
+    table.entries.length === 0 ? ALWAYS_FREE : (address: bigint, newPort: number | NatValue | undefined): boolean => typeof newPort !== 'number' || !table.isTaken(replyTuple(req, address, newPort));
   // 1) SNAT without random flags: the packet's own source when it is in the range (its port in
   // the port range given), else the mapping of an earlier connection from the same source address
   // and port (find_appropriate_src), when it is in the range; either only when its tuple is free.

@@ -10,11 +10,8 @@
 // identification and the IPv6 flow label, which the harness uses as its tag for the packet of a
 // case (so also the IPv4 header checksum), and the MAC addresses of the frame.
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Ruleset } from '../../src/model/ast.js';
-import { parseRuleset, type NodeSource } from '../../src/parser/parse-ruleset.js';
 import { jhash } from '../../src/sim/evaluate-special-expr.js';
-import { simulatePacket } from '../../src/sim/simulate-packet.js';
-import { compareWithKernel, indexRules, kernelSteps } from './differential-compare.js';
+import { compareCase } from './compare-case.js';
 import type { KernelPacket } from './harness/craft-packet.js';
 import { openKernelHarness, type KernelHarness, type KernelHost, type KernelRuleset } from './harness/kernel-harness.js';
 import { findKernelSkipReason } from './helpers/network-namespace.mjs';
@@ -163,14 +160,7 @@ afterAll(async () => {
 
 async function runCase(rulesets: readonly (KernelRuleset & { readonly file: string })[], packet: KernelPacket): Promise<{ problems: string[]; kernelWay: string[] }> {
   harness ??= openKernelHarness(HOST);
-  const sources: NodeSource[] = rulesets.map((r) => ({ text: r.text, file: r.file, format: r.kind === 'nft' ? 'nft' : 'iptables' }));
-  const { ruleset, diagnostics } = parseRuleset(sources);
-  const errors = diagnostics.filter((d) => d.severity === 'error');
-  if (errors.length > 0) throw new Error(`the case does not parse: ${errors.map((d) => d.message).join('; ')}`);
-  const kernel = await (await harness).run({ rulesets, packet });
-  const simulated = simulatePacket(ruleset as Ruleset, { host: HOST, packet });
-  if (simulated.errors) return { problems: simulated.errors.map((e) => e.message), kernelWay: kernelSteps(kernel) };
-  return { problems: compareWithKernel(kernel, simulated.outcomes, packet, indexRules(ruleset)), kernelWay: kernelSteps(kernel) };
+  return compareCase(await harness, HOST, rulesets, packet);
 }
 
 describe.skipIf(skipReason !== undefined)('kernel checks: expressions and statements', () => {

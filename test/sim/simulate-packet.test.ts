@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { FORWARDED, HOST, LOCAL, parse, simulate, simulateOne, steps } from './helpers.js';
 import { INTERPRETED_RUNS } from '../../src/sim/evaluate-chain.js';
 import { simulatePacket } from '../../src/sim/simulate-packet.js';
+import type { HostInput } from '../../src/sim/host.js';
 
 const chain = (family: string, table: string, name: string, spec: string, rules: string): string =>
   `table ${family} ${table} {\n\tchain ${name} {\n\t\t${spec}\n${rules}\n\t}\n}\n`;
@@ -538,6 +539,18 @@ describe('NAT (nf_nat_core.c)', () => {
   it('DNAT in output re-routes a local packet', () => {
     const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook output priority -100;', '\t\tdnat to 10.244.1.9'), { dst: '192.0.2.50', dport: 80 });
     expect(o).toMatchObject({ disposition: 'sent', oif: 'cni0', packet: { dst: '10.244.1.9' } });
+  });
+
+  // nf_route_table_hook4 (`type route`) re-routes a local packet whose mark a chain changed, at
+  // once: the later chain sees the new oif. A filter chain's mark does not re-route
+  // (kernel rows in test/kernel/policy-routing.test.ts).
+  it.each([
+    ['route', 'wt0', '0x00000101'],
+    ['filter', 'eth0', '0x00000001'],
+  ])('a %s chain marking a local packet sends it out of %s under a fwmark rule', (type, oif, mark) => {
+    const host = { ...HOST, routes: [...(HOST.routes as object[]), { dst: 'default', dev: 'wt0', table: '100' }], rules: [{ priority: 100, fwmark: '0x1', table: '100' }, { priority: 32766, table: 'main' }] };
+    const text = `table ip t {\n  chain out { type ${type} hook output priority mangle; meta mark set 0x1 }\n  chain later { type filter hook output priority 0; oifname "wt0" meta mark set mark or 0x100 }\n}`;
+    expect(simulateOne(text, { dst: '198.18.0.1' }, host as HostInput)).toMatchObject({ disposition: 'sent', oif, mark });
   });
 });
 

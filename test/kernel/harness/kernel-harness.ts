@@ -30,13 +30,35 @@ export interface HostRoute {
   /** `default` or a prefix. */
   readonly dst: string;
   readonly via?: string;
-  readonly dev: string;
+  /** For a unicast route (the default type). */
+  readonly dev?: string;
+  readonly table?: string;
+  readonly type?: 'unicast' | 'throw' | 'unreachable' | 'blackhole' | 'prohibit';
+}
+
+/** A routing rule as `ip -j rule show` prints it (the fields the harness sets up). */
+export interface HostRule {
+  readonly priority: number;
+  readonly not?: null;
+  readonly src?: string;
+  readonly srclen?: number;
+  readonly dst?: string;
+  readonly dstlen?: number;
+  readonly fwmark?: string;
+  readonly fwmask?: string;
+  readonly iif?: string;
+  readonly table?: string;
+  readonly action?: 'unreachable' | 'blackhole' | 'prohibit';
+  readonly suppress_prefixlen?: number;
 }
 
 /** The `host` of the issue's packet JSON. */
 export interface KernelHost {
   readonly interfaces: readonly HostInterface[];
   readonly routes?: readonly HostRoute[];
+  /** The whole rule list of each family, as `ip -j rule show` and `ip -6 -j rule show` print it. */
+  readonly rules?: readonly HostRule[];
+  readonly rules6?: readonly HostRule[];
   readonly forwarding?: boolean;
 }
 
@@ -266,9 +288,33 @@ function buildTopology(host: KernelHost, node: string, peers: ReadonlyMap<string
   for (const route of host.routes ?? []) {
     const v6 = route.via ? findIpFamily(route.via) === 'ip6' : route.dst.includes(':');
     const dst = route.dst === 'default' ? (v6 ? '::/0' : '0.0.0.0/0') : route.dst;
-    nodeBatch.push(`route add ${dst}${route.via ? ` via ${route.via}` : ''} dev ${route.dev}`);
+    const type = route.type && route.type !== 'unicast' ? `${route.type} ` : '';
+    nodeBatch.push(`route add ${type}${dst}${route.via ? ` via ${route.via}` : ''}${route.dev ? ` dev ${route.dev}` : ''}${route.table ? ` table ${route.table}` : ''}`);
   }
   runInNamespaceOrThrow(node, ['ip', '-batch', '-'], `${nodeBatch.join('\n')}\n`);
+  for (const [flag, rules] of [['-4', host.rules], ['-6', host.rules6]] as const) {
+    if (rules) runInNamespaceOrThrow(node, ['ip', flag, '-batch', '-'], ['rule flush', ...rules.filter((r) => r.priority !== 0).map(ruleCommand)].join('\n') + '\n');
+  }
+}
+
+/** `rule add …` for a rule of `ip -j rule show` (the local rule at 0 survives `rule flush`). */
+function ruleCommand(rule: HostRule): string {
+  const prefix = (address: string | undefined, length: number | undefined) => (address === undefined || address === 'all' ? undefined : length === undefined ? address : `${address}/${length}`);
+  const from = prefix(rule.src, rule.srclen);
+  const to = prefix(rule.dst, rule.dstlen);
+  return [
+    'rule add',
+    rule.not !== undefined ? 'not' : '',
+    from ? `from ${from}` : '',
+    to ? `to ${to}` : '',
+    rule.fwmark ? `fwmark ${rule.fwmark}${rule.fwmask ? `/${rule.fwmask}` : ''}` : '',
+    rule.iif ? `iif ${rule.iif}` : '',
+    `pref ${rule.priority}`,
+    rule.action ?? `lookup ${rule.table}`,
+    rule.suppress_prefixlen !== undefined ? `suppress_prefixlength ${rule.suppress_prefixlen}` : '',
+  ]
+    .filter((part) => part !== '')
+    .join(' ');
 }
 
 /**

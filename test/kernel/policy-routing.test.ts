@@ -1,0 +1,125 @@
+// Kernel checks of policy routing (`ip rule`): the table a packet's route comes from by its mark,
+// interfaces and addresses (fib_rules_lookup), a local packet re-routed after a route chain
+// changed its mark (ip_route_me_harder), and fib with `mark`. Each host is set up in its own
+// namespaces from its `ip -j rule show` rules; simulatePacket gets the same host.
+import { afterAll, describe, expect, it } from 'vitest';
+import { compareCase } from './compare-case.js';
+import type { KernelPacket } from './harness/craft-packet.js';
+import { openKernelHarness, type KernelHarness, type KernelHost } from './harness/kernel-harness.js';
+import { findKernelSkipReason } from './helpers/network-namespace.mjs';
+
+const REQUIRED_TOOLS = ['ip', 'nft', 'iptables-nft-restore', 'python3', 'sysctl', 'stdbuf', 'nsenter'];
+const skipReason = findKernelSkipReason(REQUIRED_TOOLS);
+if (skipReason) console.warn(`kernel checks of policy routing (test/kernel/policy-routing.test.ts) skipped: ${skipReason}`);
+
+const INTERFACES: KernelHost['interfaces'] = [
+  { name: 'eth0', addresses: ['192.0.2.10/24'] },
+  { name: 'eth1', addresses: ['198.51.100.10/24'] },
+];
+const DEFAULT_RULES = [
+  { priority: 0, src: 'all', table: 'local' },
+  { priority: 32766, src: 'all', table: 'main' },
+  { priority: 32767, src: 'all', table: 'default' },
+] as const;
+
+/** Marked packets (0x1) take table 100, out of eth1, but for its throw route; 0x2 is unreachable. */
+const BY_MARK: KernelHost = {
+  interfaces: INTERFACES,
+  routes: [
+    { dst: '203.0.113.0/24', via: '192.0.2.1', dev: 'eth0' },
+    { dst: 'default', via: '198.51.100.20', dev: 'eth1', table: '100' },
+    { dst: '203.0.113.128/25', type: 'throw', table: '100' },
+  ],
+  rules: [
+    DEFAULT_RULES[0],
+    { priority: 100, src: 'all', fwmark: '0x1', table: '100' },
+    { priority: 110, src: 'all', fwmark: '0x2', fwmask: '0xff', action: 'unreachable' },
+    DEFAULT_RULES[1],
+    DEFAULT_RULES[2],
+  ],
+  forwarding: true,
+};
+
+/** wg-quick's rules: main without its default route first, then everything not marked 0xca6c
+ * through the tunnel's table (eth1 stands for the tunnel). */
+const WG_QUICK: KernelHost = {
+  interfaces: INTERFACES,
+  routes: [
+    { dst: 'default', via: '192.0.2.1', dev: 'eth0' },
+    { dst: '203.0.113.0/24', via: '192.0.2.1', dev: 'eth0' },
+    { dst: 'default', via: '198.51.100.20', dev: 'eth1', table: '51820' },
+  ],
+  rules: [
+    DEFAULT_RULES[0],
+    { priority: 32764, src: 'all', table: 'main', suppress_prefixlen: 0 },
+    { priority: 32765, not: null, src: 'all', fwmark: '0xca6c', table: '51820' },
+    DEFAULT_RULES[1],
+    DEFAULT_RULES[2],
+  ],
+  forwarding: true,
+};
+
+/** Packets from eth1, or from 192.0.2.64/26, take table 7 (out of eth1). */
+const BY_SOURCE: KernelHost = {
+  interfaces: INTERFACES,
+  routes: [
+    { dst: 'default', via: '192.0.2.1', dev: 'eth0' },
+    { dst: 'default', via: '198.51.100.20', dev: 'eth1', table: '7' },
+  ],
+  rules: [DEFAULT_RULES[0], { priority: 50, src: '192.0.2.64', srclen: 26, table: '7' }, DEFAULT_RULES[1], DEFAULT_RULES[2]],
+  forwarding: true,
+};
+
+const FORWARD = 'table ip t {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x100\n  }\n}\n';
+const udp = (dst: string, mark?: string): KernelPacket => ({ iif: 'eth0', src: '192.0.2.99', dst, protocol: 'udp', sport: 40000, dport: 53, ...(mark && { mark }) });
+const local = (dst: string, mark?: string): KernelPacket => ({ src: '192.0.2.10', dst, protocol: 'udp', sport: 40001, dport: 53, skuid: 0, skgid: 0, ...(mark && { mark }) });
+const outputChain = (type: string) =>
+  `table ip t {\n  chain out {\n    type ${type} hook output priority mangle; policy accept;\n    meta mark set 0x1\n  }\n  chain post {\n    type filter hook postrouting priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x100\n  }\n}\n`;
+
+const CASES: readonly { name: string; host: KernelHost; rules: string; packet: KernelPacket; kind?: 'iptables' }[] = [
+  { name: 'a received packet marked 0x1 takes table 100', host: BY_MARK, rules: FORWARD, packet: udp('203.0.113.5', '0x1') },
+  { name: 'an unmarked one takes main', host: BY_MARK, rules: FORWARD, packet: udp('203.0.113.5') },
+  { name: 'a throw route of table 100 sends a marked packet on to main', host: BY_MARK, rules: FORWARD, packet: udp('203.0.113.200', '0x1') },
+  { name: 'an unreachable rule drops the packet it selects (fwmark under a mask)', host: BY_MARK, rules: FORWARD, packet: udp('203.0.113.5', '0x302') },
+  {
+    name: 'a mark set at prerouting chooses the route',
+    host: BY_MARK,
+    rules: `table ip m {\n  chain pre {\n    type filter hook prerouting priority mangle; policy accept;\n    ip daddr 203.0.113.5 meta mark set 0x1\n  }\n}\n${FORWARD}`,
+    packet: udp('203.0.113.5'),
+  },
+  { name: 'a local packet with socket mark 0x1 takes table 100', host: BY_MARK, rules: outputChain('filter').replace('meta mark set 0x1', 'counter'), packet: local('203.0.113.5', '0x1') },
+  { name: 'a route chain that marks a local packet re-routes it', host: BY_MARK, rules: outputChain('route'), packet: local('203.0.113.5') },
+  { name: 'a filter chain that marks a local packet does not', host: BY_MARK, rules: outputChain('filter'), packet: local('203.0.113.5') },
+  {
+    name: 'iptables mangle OUTPUT marking a local packet re-routes it',
+    host: BY_MARK,
+    kind: 'iptables',
+    rules: '*mangle\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n-A OUTPUT -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n',
+    packet: local('203.0.113.5'),
+  },
+  {
+    name: 'fib daddr . mark oif follows the mark through the rules',
+    host: BY_MARK,
+    rules: 'table ip t {\n  chain fw {\n    type filter hook prerouting priority 0; policy accept;\n    fib daddr . mark oif "eth1" meta mark set mark or 0x100\n    fib daddr oif "eth0" meta mark set mark or 0x200\n  }\n}\n',
+    packet: udp('203.0.113.5', '0x1'),
+  },
+  { name: 'wg-quick: a prefix of main wins over the tunnel', host: WG_QUICK, rules: FORWARD, packet: udp('203.0.113.5') },
+  { name: 'wg-quick: main\'s default route is suppressed, the unmarked packet takes the tunnel', host: WG_QUICK, rules: FORWARD, packet: udp('198.18.0.1') },
+  { name: 'wg-quick: the tunnel\'s own packets (0xca6c) take main\'s default route', host: WG_QUICK, rules: FORWARD, packet: udp('198.18.0.1', '0xca6c') },
+  { name: 'a source prefix selects table 7', host: BY_SOURCE, rules: FORWARD, packet: { ...udp('198.18.0.1'), src: '192.0.2.70' } },
+  { name: 'a source outside it takes main', host: BY_SOURCE, rules: FORWARD, packet: udp('198.18.0.1') },
+];
+
+const harnesses = new Map<KernelHost, Promise<KernelHarness>>();
+afterAll(async () => {
+  for (const harness of harnesses.values()) (await harness.catch(() => undefined))?.close();
+});
+
+describe.skipIf(skipReason !== undefined)('kernel checks: policy routing', () => {
+  it.each(CASES)('$name', async ({ host, rules, packet, kind }) => {
+    const harness = harnesses.get(host) ?? openKernelHarness(host);
+    harnesses.set(host, harness);
+    const { problems, kernelWay } = await compareCase(await harness, host, [{ kind: kind ?? 'nft', text: rules, file: 'case.rules' }], packet);
+    expect(problems, `${rules}\nkernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+});
