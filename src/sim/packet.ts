@@ -31,6 +31,10 @@ export interface PacketInput {
   readonly ttl?: number;
   readonly skuid?: number;
   readonly skgid?: number;
+  /** For an ICMP error: the packet it is about (its addresses, protocol, ports or ICMP type),
+   * by which conntrack relates it to that packet's connection. A flow's reply that is an ICMP
+   * error quotes the previous packet without it. */
+  readonly quoted?: Pick<PacketInput, 'src' | 'dst' | 'protocol' | 'sport' | 'dport' | 'icmpType'>;
 }
 
 /** The packet an ICMP error quotes: its addresses, protocol, and ports or ICMP type. */
@@ -77,7 +81,7 @@ export interface Packet {
 }
 
 const PACKET_FIELDS = [
-  'iif', 'oif', 'src', 'dst', 'protocol', 'sport', 'dport', 'tcpFlags', 'icmpType', 'icmpCode',
+  'iif', 'oif', 'src', 'dst', 'protocol', 'sport', 'dport', 'tcpFlags', 'icmpType', 'icmpCode', 'quoted',
   'mark', 'ct', 'length', 'dscp', 'ttl', 'skuid', 'skgid',
 ] as const;
 
@@ -153,6 +157,11 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
   // without an entry, invalid (nf_conntrack_core.c nf_conntrack_handle_icmp).
   const isError = l4proto !== undefined && icmpType !== undefined && isIcmpError(l4proto, icmpType);
   const ct = readCt(reader, record.ct, at('ct'), isTcp ? firstTcpState(tcpFlags) : isError ? 'invalid' : 'new');
+  let quoted: QuotedPacket | undefined;
+  if (record.quoted !== undefined) {
+    if (isError) quoted = readQuoted(reader, record.quoted, at('quoted'), host, family);
+    else reader.fail(at('quoted'), 'only for an ICMP error');
+  }
   for (const field of ['skuid', 'skgid'] as const) {
     if (record[field] !== undefined && iif !== undefined) reader.fail(at(field), 'only for a locally generated packet (no iif)');
   }
@@ -174,14 +183,29 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
           ct,
           // Default: the headers alone, no payload and no options (packet-bytes.ts), as the
           // kernel harness crafts a first packet.
-          length: number('length', 16, headersLength(family, l4proto)),
+          length: number('length', 16, headersLength(family, l4proto) + (quoted ? headersLength(family, quoted.l4proto) : 0)),
           dscp: record.dscp === undefined ? 0 : (readSymbolic(reader, record.dscp, at('dscp'), 'dscp') ?? 0),
           ttl: number('ttl', 8, 64),
           ...(record.skuid !== undefined && { skuid: reader.unsigned(record.skuid, at('skuid'), 32) }),
           ...(record.skgid !== undefined && { skgid: reader.unsigned(record.skgid, at('skgid'), 32) }),
+          ...(quoted && { quoted }),
         }
       : undefined;
   return reader.errors.length > 0 || !packet ? { errors: reader.errors } : { packet, errors: [] };
+}
+
+/** The packet an ICMP error quotes, read as a packet of its own; quoted whole (a packet of
+ * headers only fits in an error). */
+function readQuoted(reader: FieldReader, value: unknown, path: FieldPath, host: Host, family: AddressFamily): QuotedPacket | undefined {
+  const record = reader.object(value, path, ['src', 'dst', 'protocol', 'sport', 'dport', 'icmpType']);
+  if (!record) return undefined;
+  if (record.src === undefined) return reader.fail([...path, 'src'], 'required');
+  const read = readPacket(record, host, path);
+  reader.errors.push(...read.errors);
+  const p = read.packet;
+  if (!p) return undefined;
+  if (p.family !== family) return reader.fail([...path, 'dst'], 'the quoted packet is of another family than the error');
+  return { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: p.sport, dport: p.dport, icmpType: p.icmpType };
 }
 
 /** The source address the kernel picks for a local packet: the primary address of the egress

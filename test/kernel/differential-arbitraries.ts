@@ -6,7 +6,8 @@
 // order, and an iptables-save dump loaded with iptables-nft-restore before or after them
 // (arbitrary-iptables-dump.ts); filter base chains at every hook with priorities from a small set
 // (equal priorities across tables happen often, and raw-priority chains run before conntrack
-// attaches), in inet tables at the ingress of either interface too; nat base chains at prerouting, input, output and postrouting, at srcnat/dstnat and
+// attaches), in inet tables at the ingress of either interface too; route chains at output,
+// which re-route by the mark the generated host's routing rule reads; nat base chains at prerouting, input, output and postrouting, at srcnat/dstnat and
 // a neighbouring priority; regular chains reached by jump and goto (only towards later chains: no
 // loops, which nft refuses); return; accept, drop, reject (plain, tcp reset, icmp, icmpx) and
 // the policies; the matches, statements, NAT statements and verdict maps of arbitrary-nft-rule.ts
@@ -33,7 +34,7 @@ import { REPLY_SEQ, type KernelFlowPacket, type KernelRuleset } from './harness/
 export { GENERATED_HOST } from './generated-host.js';
 
 interface GenBase {
-  readonly type: 'filter' | 'nat';
+  readonly type: 'filter' | 'nat' | 'route';
   readonly hook: Hook;
   /** The device of an ingress chain. */
   readonly device?: 'eth0' | 'eth1';
@@ -75,6 +76,14 @@ const arbitraryBase: fc.Arbitrary<GenBase> = fc.oneof(
   fc.record({
     type: fc.constant('filter' as const),
     hook: fc.constantFrom<Hook>('prerouting', 'input', 'forward', 'output', 'postrouting'),
+    priority: fc.constantFrom(...FILTER_PRIORITIES),
+    policy: fc.constantFrom<GenBase['policy']>('accept', 'accept', 'accept', 'drop'),
+  }),
+  // A route chain re-routes a local packet whose mark or addresses it changed (the generated
+  // host routes by the mark's bit 0x10).
+  fc.record({
+    type: fc.constant('route' as const),
+    hook: fc.constant<Hook>('output'),
     priority: fc.constantFrom(...FILTER_PRIORITIES),
     policy: fc.constantFrom<GenBase['policy']>('accept', 'accept', 'accept', 'drop'),
   }),

@@ -105,18 +105,20 @@ async function runFlowDifferential(
           const { mark, ...rest } = withoutSeq(packet) as KernelPacket;
           // The harness gives every packet from outside the first packet's mark (one trace table).
           const initial = packet.iif === undefined ? mark : first.iif === undefined ? undefined : first.mark;
-          return { ...(rest.quoted ? errorReply(rest) : rest), ...(initial !== undefined && { mark: initial }) };
+          return { ...(rest.quoted ? withQuote(rest) : rest), ...(initial !== undefined && { mark: initial }) };
         });
   const simulated = simulateFlow(ruleset, { host, packets: simulatedPackets as never });
   if (simulated.errors) return { problems: simulated.errors.map((e) => `nftsim refused the flow: ${e.message}`), kernelWay };
   return { problems: compareFlowWithKernel(kernel.steps, simulated.outcomes, indexRules(ruleset)), kernelWay };
 }
 
-/** An ICMP error the harness sent about the previous packet, as nftsim gets it: a reply, which
- * quotes nftsim's previous packet as the harness quoted the kernel's. */
-function errorReply({ src, protocol, icmpType, icmpCode, skuid, skgid }: KernelPacket): KernelFlowPacket {
-  const family = src.includes(':') ? 'icmpv6' : 'icmp';
-  return { reply: true, protocol: protocol === 'icmp' ? family : protocol, icmpType, ...(icmpCode !== undefined && { icmpCode }), ...(skuid !== undefined && { skuid, skgid }) };
+/** An ICMP error the harness sent, as nftsim gets it: with the packet it quotes (the harness's
+ * packet has more fields, and an ICMP echo's identifier where a port is). */
+function withQuote({ quoted, ...error }: KernelPacket): Omit<KernelPacket, 'quoted'> & { quoted?: object } {
+  if (!quoted) return error;
+  const { src, dst, protocol, sport, dport, icmpType } = quoted;
+  const ported = protocol === 'tcp' || protocol === 'udp';
+  return { ...error, quoted: { src, dst, protocol, ...(ported ? { sport, dport } : { icmpType: icmpType ?? 'echo-request' }) } };
 }
 
 /** `nft add rule F T C RULE` lines → `table F T { chain C { RULE } }`, in order. */

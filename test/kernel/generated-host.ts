@@ -2,17 +2,36 @@
 // per address family (differential-arbitraries.ts, arbitrary-nft-rule.ts, arbitrary-iptables-dump.ts).
 import type { KernelHost } from './harness/kernel-harness.js';
 
-/** A dual-stack router between a client network (eth0) and a server network (eth1); no default
- * route, so a destination outside both is dropped by routing. Each interface lists its link-local
- * address, as `ip -j addr` shows it (the harness makes no other). */
+/** A dual-stack router between a client network (eth0) and a server network (eth1). The main
+ * table has no default route, so a destination outside both is dropped by routing, unless the
+ * packet's mark has bit 0x10: a routing rule then takes table 100, whose default route goes out
+ * of eth1 (and whose throw route leaves the client network to main). Each interface lists its
+ * link-local address, as `ip -j addr` shows it (the harness makes no other). */
 export const GENERATED_HOST: KernelHost = {
   interfaces: [
     { name: 'eth0', addresses: ['192.0.2.10/24', '2001:db8:1::10/64', 'fe80::1:10/64'] },
     { name: 'eth1', addresses: ['198.51.100.10/24', '2001:db8:2::10/64', 'fe80::2:10/64'] },
   ],
-  routes: [],
+  routes: [
+    { dst: 'default', via: '198.51.100.20', dev: 'eth1', table: '100' },
+    { dst: '192.0.2.0/24', type: 'throw', table: '100' },
+    { dst: 'default', via: '2001:db8:2::20', dev: 'eth1', table: '100' },
+    { dst: '2001:db8:1::/64', type: 'throw', table: '100' },
+  ],
+  rules: markRules(),
+  rules6: markRules(),
   forwarding: true,
 };
+
+/** The kernel's default rules and the mark's (as `ip -j rule show` prints them). */
+function markRules(): NonNullable<KernelHost['rules']> {
+  return [
+    { priority: 0, src: 'all', table: 'local' },
+    { priority: 100, src: 'all', fwmark: '0x10', fwmask: '0x10', table: '100' },
+    { priority: 32766, src: 'all', table: 'main' },
+    { priority: 32767, src: 'all', table: 'default' },
+  ];
+}
 
 export type AddressFamily = 'ip' | 'ip6';
 

@@ -255,6 +255,22 @@ describe('ICMP errors about the packets of a flow', () => {
     expect(error!.mark).toBe('0x0000000b');
   });
 
+  // Written out, the error gives the packet it quotes (as it left the node: masqueraded).
+  it('relates an error written out with the packet it quotes', () => {
+    const error = { iif: 'cni0', src: '10.244.1.5', dst: '10.244.0.1', protocol: 'icmp', icmpType: 'destination-unreachable', quoted: { src: '10.244.0.1', dst: '10.244.1.5', protocol: 'udp', sport: 5555, dport: 9999 } } as const;
+    const [, related] = only(RELATED, [UDP, error]);
+    expect(related).toMatchObject({ mark: '0x0000000b', packet: { dst: '192.0.2.99' } });
+  });
+
+  it.each([
+    ['on a packet that is no ICMP error', { ...UDP, quoted: { src: '10.244.1.5', dst: '192.0.2.99' } }, 'packets[0].quoted: only for an ICMP error'],
+    ['without its source', { ...UDP, protocol: 'icmp', icmpType: 'time-exceeded', sport: undefined, dport: undefined, quoted: { dst: '192.0.2.99' } }, 'packets[0].quoted.src: required'],
+    ['with a field a quote has not', { ...UDP, protocol: 'icmp', icmpType: 'time-exceeded', sport: undefined, dport: undefined, quoted: { src: '10.244.1.5', dst: '192.0.2.99', mark: 1 } }, 'packets[0].quoted.mark: unknown field'],
+  ])('refuses a quoted packet %s', (_name, packet, message) => {
+    const result = simulateFlow(parse(RELATED), { host: HOST, packets: [packet as never] });
+    expect(result.errors?.map((e) => e.message).join('\n')).toContain(message);
+  });
+
   it.each([
     // "outer daddr != inner": the error goes elsewhere than the quoted packet came from.
     ['to another address than the quoted packet came from', [UDP, { ...UNREACHABLE, dst: '10.244.0.7' }]],
