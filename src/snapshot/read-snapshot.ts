@@ -20,7 +20,7 @@ export type { Snapshot } from './snapshot.js';
 // What a directory may hold beside the captures without being one: notes, scripts, expected
 // results. Only in a directory: a file named on the command line is always read.
 const NOT_A_CAPTURE = new Set(['.md', '.txt', '.sh', '.mjs', '.js', '.ts']);
-const HOST_KEYS = new Set(['interfaces', 'routes', 'forwarding']);
+const HOST_KEYS = new Set(['interfaces', 'routes', 'rules', 'rules6', 'forwarding']);
 
 /** Reads a snapshot; unreadable or unrecognised inputs give error diagnostics (file:line:col
  * where the file says), never an exception. `texts` holds every file read, by name, so that
@@ -117,6 +117,7 @@ function mergeHostParts(parts: readonly { value: unknown; path: FieldPath; input
   const interfaces: unknown[] = [];
   const routes: unknown[] = [];
   let forwarding: boolean | undefined;
+  const rules: { rules?: HostInput['rules']; rules6?: HostInput['rules6'] } = {};
   for (const part of parts) {
     const value = isRecord(part.value) && 'host' in part.value ? part.value.host : part.value;
     const path: FieldPath = value === part.value ? [] : ['host'];
@@ -131,9 +132,11 @@ function mergeHostParts(parts: readonly { value: unknown; path: FieldPath; input
       if (Array.isArray(value.interfaces)) interfaces.push(...(value.interfaces as unknown[]));
       if (Array.isArray(value.routes)) routes.push(...(value.routes as unknown[]));
       if (typeof value.forwarding === 'boolean') forwarding = value.forwarding;
+      if (value.rules !== undefined) rules.rules = value.rules as HostInput['rules'];
+      if (value.rules6 !== undefined) rules.rules6 = value.rules6 as HostInput['rules6'];
     }
   }
-  const host = { interfaces, routes, ...(forwarding !== undefined && { forwarding }) } as HostInput;
+  const host = { interfaces, routes, ...rules, ...(forwarding !== undefined && { forwarding }) } as HostInput;
   for (const e of readHost([{ value: host, path: ['host'] }]).errors) {
     if (UNKNOWN_INTERFACE.test(e.message)) diagnostics.push({ severity: 'error', code: 'input', message: e.message });
   }

@@ -31,6 +31,14 @@ describe('readSnapshot', () => {
     expect(snapshot!.host).toEqual({ interfaces: [{ name: 'wt0', addresses: ['100.64.1.1/16'] }], routes: [], forwarding: false });
   });
 
+  it('keeps the routing rules of the host shape', () => {
+    const rules = [{ priority: 100, src: 'all', fwmark: '0xca6c', table: '51820' }];
+    const d = dir({ 'a.nft': NFT, 'host.json': JSON.stringify({ interfaces: [{ name: 'wg0', addresses: ['10.9.0.1/24'] }], rules, rules6: rules }) });
+    const { snapshot, diagnostics } = readSnapshot(d);
+    expect(diagnostics).toEqual([]);
+    expect(snapshot!.host).toMatchObject({ rules, rules6: rules });
+  });
+
   it.each([
     ['an unreadable file', (d: string) => join(d, 'missing.nft'), /cannot read/],
     ['a listed JSON file that is neither ruleset nor host', (d: string) => `${join(d, 'a.nft')},${join(d, 'other.json')}`, /neither a ruleset/],
