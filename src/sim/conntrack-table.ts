@@ -110,6 +110,15 @@ function portMatches(entryPort: number | string | undefined, port: number | stri
   return pLow >= low && pHigh <= high;
 }
 
+function tupleAt({ entry, direction }: CtMatch): CtTuple {
+  return direction === 0 ? entry.original : entry.reply;
+}
+
+/** The same ports, neither a range. */
+function isSamePorts(a: CtTuple, b: CtTuple): boolean {
+  return a.sport === b.sport && a.dport === b.dport && typeof a.sport !== 'string' && typeof a.dport !== 'string';
+}
+
 function bucketKey(t: CtTuple): string {
   return `${t.family}/${t.l4proto}/${t.src}/${t.dst}/${t.zone}`;
 }
@@ -120,32 +129,25 @@ export class ConntrackTable {
   private readonly list: CtEntry[] = [];
 
   /** The entry whose original or reply tuple is `t` (nf_conntrack_find_get on the hash of
-   * both directions, net/netfilter/nf_conntrack_core.c). */
+   * both directions, net/netfilter/nf_conntrack_core.c): one with the very ports, else one whose
+   * port is a range the kernel picked from (the pick is one of the range's ports). */
   lookup(t: CtTuple): CtMatch | undefined {
     const bucket = this.buckets.get(bucketKey(t));
-    return bucket?.find(({ entry, direction }) => {
-      const own = direction === 0 ? entry.original : entry.reply;
-      return portMatches(own.sport, t.sport) && portMatches(own.dport, t.dport);
-    });
+    if (!bucket) return undefined;
+    return bucket.find((m) => isSamePorts(tupleAt(m), t)) ?? bucket.find((m) => portMatches(tupleAt(m).sport, t.sport) && portMatches(tupleAt(m).dport, t.dport));
   }
 
-  /** Whether a confirmed entry has `t` as one of its tuples (nf_conntrack_tuple_taken). Ports are
-   * compared as they are: a port the kernel picked at random (a range here) is taken as none of
-   * the range's ports. */
+  /** Whether a confirmed entry has `t` as one of its tuples (nf_conntrack_tuple_taken). A port
+   * the kernel picked at random (a range here) is taken as none of the range's ports: the pick
+   * is one of thousands. */
   isTaken(t: CtTuple): boolean {
-    const bucket = this.buckets.get(bucketKey(t));
-    return (
-      bucket?.some(({ entry, direction }) => {
-        const own = direction === 0 ? entry.original : entry.reply;
-        return own.sport === t.sport && own.dport === t.dport;
-      }) ?? false
-    );
+    return this.buckets.get(bucketKey(t))?.some((m) => isSamePorts(tupleAt(m), t)) ?? false;
   }
 
   /** Inserts a confirmed entry; false (and no change) when a tuple of it is taken already, as
    * __nf_conntrack_confirm refuses a clash. */
   insert(entry: CtEntry): boolean {
-    if (this.lookup(entry.original) || this.lookup(entry.reply)) return false;
+    if (this.isTaken(entry.original) || this.isTaken(entry.reply)) return false;
     this.list.push(entry);
     for (const direction of [0, 1] as const) {
       const key = bucketKey(direction === 0 ? entry.original : entry.reply);

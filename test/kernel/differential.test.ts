@@ -379,6 +379,18 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       ],
     },
     {
+      // The second client's port is the kernel's random pick: a third client's port is free
+      // beside it, and the reply to it reaches the third client.
+      name: 'masquerade: a third client keeps its port beside a picked one and gets its reply',
+      rulesets: rules('table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n'),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 },
+        { iif: 'eth0', src: '192.0.2.77', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 },
+        { iif: 'eth0', src: '192.0.2.50', dst: '198.51.100.20', protocol: 'udp', sport: 2000, dport: 53 },
+        { reply: true },
+      ],
+    },
+    {
       // A port in the port range given is kept only while its tuple is free.
       name: 'SNAT to a port range: the second connection\'s tuple is taken, so the kernel picks its port',
       rulesets: rules('table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    meta l4proto udp snat to 198.51.100.90:40000-40010\n  }\n}\n'),

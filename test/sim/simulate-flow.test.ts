@@ -173,6 +173,15 @@ describe('NAT mappings that clash with a connection of the flow', () => {
     expect(next!.nat.map((n) => [n.type, n.conntrack])).toEqual([['masquerade', 'original']]);
   });
 
+  // The second client's port is one of 1024-65535: a third client's 2000 is free, and the reply
+  // to it is the third client's, not the second's (whose range holds 2000).
+  it('keeps a later client\'s port beside a port the kernel picked, and answers it', () => {
+    const third = { ...UDP, src: '192.0.2.97', sport: 2000 } as const;
+    const [, , last, reply] = only(MASQUERADE, [UDP, other, third, { reply: true }]);
+    expect(last!.packet).toMatchObject({ src: '10.244.0.1', sport: 2000 });
+    expect(reply!.packet).toMatchObject({ dst: '192.0.2.97', dport: 2000 });
+  });
+
   // find_appropriate_src: the mapping of the same source address and port is reused, so a third
   // connection from the second client gets the second's port, though its own would be free.
   it('gives a later connection from the same source address and port the moved mapping', () => {
