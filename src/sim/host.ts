@@ -347,19 +347,22 @@ function isSubnetBroadcast(addresses: readonly Cidr[], address: Address): boolea
   return false;
 }
 
-/** Longest-prefix match on the host's routes (connected ones included); the first of equal
- * prefixes wins. */
+/** The unicast route of a non-local address under the host's routing rules (the kernel's
+ * default ones without them), for what `key` says of the packet; undefined when there is none or
+ * the lookup ends in a route or rule that drops. */
 export function lookupRoute(host: Host, address: Address, key: RouteKey = PLAIN_KEY): HostRoute | undefined {
   const rules = host.rules?.[address.family];
   // fib_rules_lookup: the first rule that matches and gives a route; the local table (local
   // addresses) was consulted before, by the caller. The default rules match every packet.
-  for (const rule of rules ?? DEFAULT_RULES) {
+  for (const rule of rules ?? DEFAULT_RULES[address.family]) {
     if (rule.table === LOCAL_TABLE || (rules && !isRuleMatching(rule, address, key))) continue;
     if (rule.action !== 'lookup') return undefined;
     const route = tableRoute(host, rule.table, address);
     if (!route || route.type === 'throw') continue;
+    // A route that drops ends the lookup with its error; only a route found is suppressed.
+    if (route.type !== 'unicast') return undefined;
     if (rule.suppressPrefixlen !== undefined && route.dst.prefix <= rule.suppressPrefixlen) continue;
-    return route.type === 'unicast' ? route : undefined;
+    return route;
   }
   return undefined;
 }

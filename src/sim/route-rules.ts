@@ -25,12 +25,12 @@ export interface HostRule {
 
 /** What a route is looked up for (struct flowi): the packet's mark, its input interface (`lo`
  * for a locally generated packet and for fib and rpfilter lookups, as the kernel's
- * LOOPBACK_IFINDEX), its source address, the interface a socket is bound to. */
+ * LOOPBACK_IFINDEX), its source address. No output interface: only a socket bound to a device
+ * has one, and nftsim routes such a packet (`oif` given) to it without rules. */
 export interface RouteKey {
   readonly mark: number;
   readonly iif?: string;
   readonly src?: Address;
-  readonly oif?: string;
 }
 
 /** A lookup with no mark, interface or source: what the main table alone gives, when no rule
@@ -54,18 +54,24 @@ export const MAIN_TABLE = tableId('main');
 export const LOCAL_TABLE = tableId('local');
 const DEFAULT_TABLE = tableId('default');
 
-/** The rules of a host that lists none (fib_default_rules_init; the local table is consulted
- * before any rule, see lookupRoute). */
-export const DEFAULT_RULES: readonly HostRule[] = [
-  { priority: 32766, not: false, action: 'lookup', table: MAIN_TABLE },
-  { priority: 32767, not: false, action: 'lookup', table: DEFAULT_TABLE },
-];
+/** The rules of a host that lists none, after the local table's, which lookupRoute's caller
+ * consults first: main and default for IPv4 (fib_default_rules_init), main only for IPv6
+ * (fib6_rules_net_init). */
+export const DEFAULT_RULES: Readonly<Record<AddressFamily, readonly HostRule[]>> = {
+  ip: [
+    { priority: 32766, not: false, action: 'lookup', table: MAIN_TABLE },
+    { priority: 32767, not: false, action: 'lookup', table: DEFAULT_TABLE },
+  ],
+  ip6: [{ priority: 32766, not: false, action: 'lookup', table: MAIN_TABLE }],
+};
 
 const RULE_FIELDS = ['priority', 'not', 'src', 'srclen', 'dst', 'dstlen', 'fwmark', 'fwmask', 'iif', 'oif', 'table', 'action', 'suppress_prefixlen'];
-/** Fields `ip -j rule show` prints that do not select or act (or that nftsim has no packet field for). */
-const IGNORED_FIELDS = ['iif_detached', 'oif_detached', 'flags', 'protocol', 'l3mdev', 'tos', 'ipproto', 'sport', 'dport', 'uidrange', 'realms', 'goto', 'nop', 'suppress_ifgroup'];
-/** Selectors of packet fields nftsim does not match rules by: a rule with one is not modelled. */
-const UNMODELLED_SELECTORS = ['tos', 'ipproto', 'sport', 'dport', 'uidrange', 'l3mdev', 'goto', 'nop', 'suppress_ifgroup'];
+/** Fields `ip -j rule show` prints that neither select nor act. */
+const IGNORED_FIELDS = ['iif_detached', 'oif_detached', 'flags', 'protocol', 'realms'];
+/** What `ip -j rule show` prints of selectors and actions nftsim does not model (iproute2
+ * iprule.c): a rule with one is refused. The ends of a range go with its start. */
+const UNMODELLED_SELECTORS = ['tos', 'dsfield', 'ipproto', 'sport', 'sport_start', 'dport', 'dport_start', 'uid_start', 'l3mdev', 'goto', 'nop', 'suppress_ifgroup'];
+const RANGE_ENDS = ['sport_end', 'dport_end', 'uid_end'];
 
 /** The rules of one family as `ip -j rule show` (`ip -6 -j rule show`) prints them, in
  * priority order. */
@@ -73,9 +79,9 @@ export function readRules(reader: FieldReader, value: unknown, path: FieldPath, 
   const rules: HostRule[] = [];
   for (const [i, item] of (reader.array(value, path) ?? []).entries()) {
     const at = [...path, i];
-    const record = reader.object(item, at, [...RULE_FIELDS, ...IGNORED_FIELDS]);
+    const record = reader.object(item, at, [...RULE_FIELDS, ...IGNORED_FIELDS, ...UNMODELLED_SELECTORS, ...RANGE_ENDS]);
     if (!record) continue;
-    const unmodelled = UNMODELLED_SELECTORS.find((field) => record[field] !== undefined && !(field === 'tos' && record.tos === '0x00'));
+    const unmodelled = UNMODELLED_SELECTORS.find((field) => record[field] !== undefined);
     if (unmodelled) {
       reader.fail([...at, unmodelled], `a rule selecting by ${unmodelled} is not modelled`);
       continue;
@@ -123,11 +129,12 @@ export function readRules(reader: FieldReader, value: unknown, path: FieldPath, 
 }
 
 /** fib_rule_match: every selector the rule has matches (interfaces, mark under its mask, source
- * and destination prefixes), inverted by `not`. */
+ * and destination prefixes), inverted by `not`. An `oif` rule matches no lookup nftsim makes
+ * (RouteKey). */
 export function isRuleMatching(rule: HostRule, dst: Address, key: RouteKey): boolean {
   let matched =
     (rule.iif === undefined || rule.iif === key.iif) &&
-    (rule.oif === undefined || rule.oif === key.oif) &&
+    rule.oif === undefined &&
     (rule.fwmark === undefined || ((rule.fwmark.value ^ key.mark) & rule.fwmark.mask) === 0) &&
     (rule.dst === undefined || isInPrefix(dst, rule.dst));
   if (matched && rule.src !== undefined) matched = key.src !== undefined && isInPrefix(key.src, rule.src);

@@ -4,7 +4,6 @@
 import type { Ruleset } from '../model/ast.js';
 import { formatAddress } from './address.js';
 import { icmpAnswerType, isIcmpError } from './conntrack-table.js';
-import { headersLength } from './packet-bytes.js';
 import type { Host, HostInput } from './host.js';
 import type { Outcome } from './outcome.js';
 import { L4_NUMBERS, readPacket, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
@@ -146,9 +145,9 @@ function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host):
   const packet = read.packet;
   const explicitCt = hasCt(overrides);
   if (packet.icmpType === undefined || !isIcmpError(packet.l4proto, packet.icmpType)) return { packet, explicitCt };
-  // An ICMP error about the previous packet quotes it as it left the node, whole: a packet of
-  // headers only fits (the kernel quotes up to 576 bytes of IPv4, 1280 of IPv6).
+  // An ICMP error about the previous packet quotes it as it left the node, as much as fits in
+  // an error of 576 bytes (IPv4, icmp_send) or 1280 (IPv6, icmp6_send).
   const quoted: QuotedPacket = { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: port(p.sport), dport: port(p.dport), icmpType: p.icmpType };
-  const length = overrides.length === undefined ? packet.length + headersLength(previous.family, p.l4proto) : packet.length;
+  const length = overrides.length === undefined ? Math.min(packet.length + p.length, previous.family === 'ip' ? 576 : 1280) : packet.length;
   return { packet: { ...packet, quoted, length }, explicitCt };
 }

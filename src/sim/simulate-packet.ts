@@ -245,7 +245,8 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
 }
 
 /** Runs every base chain of a hook; an ending when the packet's way ends there. `reroute` looks
- * a local packet's route up again after a route chain changed its mark or addresses. */
+ * a local packet's route up again after a route chain changed its mark or addresses (an ending
+ * when there is none). */
 function runHook(ctx: SimContext, hook: Hook, reroute?: () => Ending | undefined): Ending | undefined {
   ctx.hook = hook;
   const conntrackAt = CONNTRACK_PRIORITY[hook];
@@ -282,7 +283,7 @@ function runHook(ctx: SimContext, hook: Hook, reroute?: () => Ending | undefined
     }
     if (result.verdict !== 'accept') return endingOf(result);
     // nf_route_table_hook4/6 (nft `type route`, iptables-nft's mangle OUTPUT): a changed mark or
-    // address gets a new route at once (ip_route_me_harder), which later chains see.
+    // address gets a new route at once (ip_route_me_harder), dropped without one.
     if (routed && reroute && (ctx.pkt.mark !== routed.mark || ctx.pkt.src.n !== routed.src || ctx.pkt.dst.n !== routed.dst)) {
       const ending = reroute();
       if (ending) return ending;
@@ -580,21 +581,25 @@ function martian(which: 'source' | 'destination', address: Address, what: string
 function send(ctx: SimContext, packet: Packet): Ending {
   const route = (): string | undefined =>
     packet.oif ?? (localInterfaceAt(ctx, ctx.pkt.dst) ? 'lo' : lookupRoute(ctx.host, ctx.pkt.dst, routeKeyOf(ctx))?.dev);
-  const setRoute = (): Ending | undefined => {
-    const oif = route();
-    if (oif === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(ctx.pkt.dst)}` };
-    ctx.oif = oif;
-    return undefined;
+  // The chains of output keep seeing the device of the route the packet had when the hook began
+  // (its state->out); a new route counts from postrouting on.
+  let rerouted: string | undefined;
+  const reroute = (): Ending | undefined => {
+    rerouted = route();
+    return rerouted === undefined ? { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(ctx.pkt.dst)}` } : undefined;
   };
-  const unrouted = setRoute();
+  const unrouted = reroute();
   if (unrouted) return unrouted;
+  ctx.oif = rerouted;
+  rerouted = undefined;
   const dst = ctx.pkt.dst;
-  const out = runHook(ctx, 'output', setRoute);
+  const out = runHook(ctx, 'output', reroute);
   if (out) return out;
   if (ctx.pkt.dst.n !== dst.n) {
-    const unrerouted = setRoute();
+    const unrerouted = reroute();
     if (unrerouted) return unrerouted;
   }
+  if (rerouted !== undefined) ctx.oif = rerouted;
   const post = runHook(ctx, 'postrouting');
   if (post) return post;
   confirm(ctx);

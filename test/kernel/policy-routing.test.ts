@@ -13,8 +13,8 @@ const skipReason = findKernelSkipReason(REQUIRED_TOOLS);
 if (skipReason) console.warn(`kernel checks of policy routing (test/kernel/policy-routing.test.ts) skipped: ${skipReason}`);
 
 const INTERFACES: KernelHost['interfaces'] = [
-  { name: 'eth0', addresses: ['192.0.2.10/24'] },
-  { name: 'eth1', addresses: ['198.51.100.10/24'] },
+  { name: 'eth0', addresses: ['192.0.2.10/24', '2001:db8:1::10/64'] },
+  { name: 'eth1', addresses: ['198.51.100.10/24', '2001:db8:2::10/64'] },
 ];
 const DEFAULT_RULES = [
   { priority: 0, src: 'all', table: 'local' },
@@ -59,22 +59,45 @@ const WG_QUICK: KernelHost = {
   forwarding: true,
 };
 
-/** Packets from eth1, or from 192.0.2.64/26, take table 7 (out of eth1). */
+/** Packets from 192.0.2.64/26 take table 7 (out of eth1), those from eth1 table 8 (out of eth0,
+ * blackholed for 198.18.0.0/24); main's default route is unreachable but under suppression. The
+ * IPv6 rules select by mark; IPv6 has no default-table rule by default. */
 const BY_SOURCE: KernelHost = {
   interfaces: INTERFACES,
   routes: [
-    { dst: 'default', via: '192.0.2.1', dev: 'eth0' },
+    { dst: 'default', type: 'unreachable' },
     { dst: 'default', via: '198.51.100.20', dev: 'eth1', table: '7' },
+    { dst: 'default', via: '192.0.2.1', dev: 'eth0', table: '8' },
+    { dst: '198.18.0.0/24', type: 'blackhole', table: '8' },
+    { dst: 'default', via: '2001:db8:2::20', dev: 'eth1', table: '9' },
   ],
-  rules: [DEFAULT_RULES[0], { priority: 50, src: '192.0.2.64', srclen: 26, table: '7' }, DEFAULT_RULES[1], DEFAULT_RULES[2]],
+  rules: [
+    DEFAULT_RULES[0],
+    { priority: 40, src: 'all', table: 'main', suppress_prefixlen: 0 },
+    { priority: 50, src: '192.0.2.64', srclen: 26, table: '7' },
+    { priority: 60, src: 'all', iif: 'eth1', table: '8' },
+    DEFAULT_RULES[1],
+    DEFAULT_RULES[2],
+  ],
+  rules6: [DEFAULT_RULES[0], { priority: 70, src: 'all', fwmark: '0x1', table: '9' }, DEFAULT_RULES[1]],
   forwarding: true,
 };
 
+/** No rules given: IPv6 has local and main only, so its default table's route is not used. */
+const V6_DEFAULT_TABLE: KernelHost = {
+  interfaces: INTERFACES,
+  routes: [{ dst: 'default', via: '2001:db8:2::20', dev: 'eth1', table: 'default' }],
+  forwarding: true,
+};
+
+const FORWARD6 = 'table ip6 t {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x100\n  }\n}\n';
 const FORWARD = 'table ip t {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x100\n  }\n}\n';
 const udp = (dst: string, mark?: string): KernelPacket => ({ iif: 'eth0', src: '192.0.2.99', dst, protocol: 'udp', sport: 40000, dport: 53, ...(mark && { mark }) });
 const local = (dst: string, mark?: string): KernelPacket => ({ src: '192.0.2.10', dst, protocol: 'udp', sport: 40001, dport: 53, skuid: 0, skgid: 0, ...(mark && { mark }) });
+// The later output chain sees the device of the route the packet had when output began (the
+// hook's state->out), postrouting the new one.
 const outputChain = (type: string) =>
-  `table ip t {\n  chain out {\n    type ${type} hook output priority mangle; policy accept;\n    meta mark set 0x1\n  }\n  chain post {\n    type filter hook postrouting priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x100\n  }\n}\n`;
+  `table ip t {\n  chain out {\n    type ${type} hook output priority mangle; policy accept;\n    meta mark set 0x1\n  }\n  chain later {\n    type filter hook output priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x200\n  }\n  chain post {\n    type filter hook postrouting priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x100\n  }\n}\n`;
 
 const CASES: readonly { name: string; host: KernelHost; rules: string; packet: KernelPacket; kind?: 'iptables' }[] = [
   { name: 'a received packet marked 0x1 takes table 100', host: BY_MARK, rules: FORWARD, packet: udp('203.0.113.5', '0x1') },
@@ -107,7 +130,20 @@ const CASES: readonly { name: string; host: KernelHost; rules: string; packet: K
   { name: 'wg-quick: main\'s default route is suppressed, the unmarked packet takes the tunnel', host: WG_QUICK, rules: FORWARD, packet: udp('198.18.0.1') },
   { name: 'wg-quick: the tunnel\'s own packets (0xca6c) take main\'s default route', host: WG_QUICK, rules: FORWARD, packet: udp('198.18.0.1', '0xca6c') },
   { name: 'a source prefix selects table 7', host: BY_SOURCE, rules: FORWARD, packet: { ...udp('198.18.0.1'), src: '192.0.2.70' } },
-  { name: 'a source outside it takes main', host: BY_SOURCE, rules: FORWARD, packet: udp('198.18.0.1') },
+  // Main's unreachable default route is not suppressed: the lookup ends there, dropped.
+  { name: 'a source outside it meets main\'s unreachable route', host: BY_SOURCE, rules: FORWARD, packet: udp('198.18.0.1') },
+  { name: 'an iif rule selects table 8 for a packet from eth1', host: BY_SOURCE, rules: FORWARD, packet: { iif: 'eth1', src: '198.51.100.20', dst: '203.0.113.5', protocol: 'udp', sport: 40000, dport: 53 } },
+  { name: 'a blackhole route of table 8 drops', host: BY_SOURCE, rules: FORWARD, packet: { iif: 'eth1', src: '198.51.100.20', dst: '198.18.0.1', protocol: 'udp', sport: 40000, dport: 53 } },
+  { name: 'an IPv6 fwmark rule selects table 9', host: BY_SOURCE, rules: FORWARD6, packet: { iif: 'eth0', src: '2001:db8:1::99', dst: '2001:db8:5::1', protocol: 'udp', sport: 40000, dport: 53, mark: '0x1' } },
+  { name: 'IPv6 looks up no default table without rules', host: V6_DEFAULT_TABLE, rules: FORWARD6, packet: { iif: 'eth0', src: '2001:db8:1::99', dst: '2001:db8:5::1', protocol: 'udp', sport: 40000, dport: 53 } },
+  {
+    // nf_nat_ipv4_local_fn re-routes at the NAT hook; the filter chain after it still sees the
+    // first route's device.
+    name: 'a DNAT at output re-routes, the output chains after it see the first device',
+    host: BY_MARK,
+    rules: 'table ip n {\n  chain out {\n    type nat hook output priority -100; policy accept;\n    dnat to 198.51.100.30\n  }\n  chain f {\n    type filter hook output priority 0; policy accept;\n    oifname "eth1" meta mark set 0x100\n  }\n}\n',
+    packet: local('203.0.113.5'),
+  },
 ];
 
 const harnesses = new Map<KernelHost, Promise<KernelHarness>>();

@@ -64,6 +64,23 @@ describe('route lookup under rules', () => {
     expect(devOf(dst, key)).toBe(dev);
   });
 
+  // fib_rules_lookup suppresses only a route found: a route that drops ends the lookup with its
+  // error, short as its prefix is.
+  it('suppress_prefixlength does not pass over a route that drops', () => {
+    const host: HostInput = {
+      interfaces: [{ name: 'eth0', addresses: ['192.0.2.10/24'] }],
+      routes: [{ dst: 'default', type: 'unreachable' }, { dst: 'default', dev: 'eth0', table: '7' }],
+      rules: [{ priority: 300, table: 'main', suppress_prefixlen: 0 }, { priority: 400, table: '7' }],
+    };
+    expect(devOf('198.18.0.1', { mark: 0 }, host)).toBeUndefined();
+  });
+
+  // fib6_rules_net_init: local and main only.
+  it('without rules looks up IPv6 routes in main only', () => {
+    const host: HostInput = { interfaces: [{ name: 'eth0', addresses: ['2001:db8::10/64'] }], routes: [{ dst: 'default', via: '2001:db8::1', dev: 'eth0', table: 'default' }] };
+    expect(devOf('2001:db8:5::1', { mark: 0 }, host)).toBeUndefined();
+  });
+
   it('without rules looks up main, then default, and never another table', () => {
     const host: HostInput = { interfaces: [{ name: 'eth0', addresses: ['192.0.2.10/24'] }, { name: 'wg0', addresses: ['10.9.0.1/24'] }], routes: [{ dst: 'default', dev: 'wg0', table: '51820' }, { dst: 'default', dev: 'eth0', table: 'default' }] };
     expect(devOf('198.18.0.1', { mark: 0xca6c }, host)).toBe('eth0');
@@ -91,6 +108,8 @@ describe('host rules input errors', () => {
     ['rules given as a part of their own', [RULES], /host\[0\]\[0\]: `ip -j rule show` output goes in the host's `rules`/],
     ['an IPv6 source in IPv4 rules', { rules: [{ priority: 1, src: '2001:db8::', srclen: 32, table: 'main' }] }, /rules\[0\]\.src: expected 'all' or an IPv4 address/],
     ['a selector nftsim does not match by', { rules: [{ priority: 1, src: 'all', ipproto: 'tcp', table: 'main' }] }, /rules\[0\]\.ipproto: a rule selecting by ipproto is not modelled/],
+    // iproute2 prints `ip rule add uidrange 1000-2000` as uid_start and uid_end.
+    ['a uid range', { rules: [{ priority: 1, src: 'all', uid_start: 1000, uid_end: 2000, table: 'main' }] }, /rules\[0\]\.uid_start: a rule selecting by uid_start is not modelled/],
     ['an unknown action', { rules: [{ priority: 1, src: 'all', action: 'nat' }] }, /rules\[0\]\.action: expected unreachable, blackhole or prohibit/],
     ['a route type', { routes: [{ dst: '10.0.0.0/8', type: 'anycast' }] }, /routes\[0\]\.type: expected one of unicast, throw/],
   ] as const)('%s', (_name, value, message) => {

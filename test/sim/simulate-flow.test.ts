@@ -245,10 +245,14 @@ describe('ICMP errors about the packets of a flow', () => {
     expect(error!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['masquerade', '192.0.2.99', 'reply']]);
   });
 
-  // The error quotes the IP and UDP headers of the packet: 20 + 8 + 20 + 8 bytes.
-  it('is as long as its headers and the packet it quotes', () => {
-    const text = 'table ip t { chain pre { type filter hook prerouting priority 0; meta length 56 meta mark set 0x1 } }';
-    const [, error] = only(text, [UDP, UNREACHABLE]);
+  // The error quotes the IP and UDP headers of the packet: 20 + 8 + 20 + 8 bytes; of a longer
+  // packet as much as fits in 576 bytes (icmp_send).
+  it.each([
+    [UDP, 56],
+    [{ ...UDP, length: 1000 }, 576],
+  ])('is as long as its headers and the packet it quotes', (packet, length) => {
+    const text = `table ip t { chain pre { type filter hook prerouting priority 0; meta length ${length} meta mark set 0x1 } }`;
+    const [, error] = only(text, [packet, UNREACHABLE]);
     expect(error!.mark).toBe('0x00000001');
   });
 

@@ -541,15 +541,16 @@ describe('NAT (nf_nat_core.c)', () => {
     expect(o).toMatchObject({ disposition: 'sent', oif: 'cni0', packet: { dst: '10.244.1.9' } });
   });
 
-  // nf_route_table_hook4 (`type route`) re-routes a local packet whose mark a chain changed, at
-  // once: the later chain sees the new oif. A filter chain's mark does not re-route
-  // (kernel rows in test/kernel/policy-routing.test.ts).
+  // nf_route_table_hook4 (`type route`) re-routes a local packet whose mark a chain changed:
+  // postrouting sees the new oif, a later output chain still the first one (the hook's
+  // state->out). A filter chain's mark does not re-route (kernel rows in
+  // test/kernel/policy-routing.test.ts).
   it.each([
     ['route', 'wt0', '0x00000101'],
     ['filter', 'eth0', '0x00000001'],
   ])('a %s chain marking a local packet sends it out of %s under a fwmark rule', (type, oif, mark) => {
     const host = { ...HOST, routes: [...(HOST.routes as object[]), { dst: 'default', dev: 'wt0', table: '100' }], rules: [{ priority: 100, fwmark: '0x1', table: '100' }, { priority: 32766, table: 'main' }] };
-    const text = `table ip t {\n  chain out { type ${type} hook output priority mangle; meta mark set 0x1 }\n  chain later { type filter hook output priority 0; oifname "wt0" meta mark set mark or 0x100 }\n}`;
+    const text = `table ip t {\n  chain out { type ${type} hook output priority mangle; meta mark set 0x1 }\n  chain later { type filter hook output priority 0; oifname "wt0" meta mark set mark or 0x200 }\n  chain post { type filter hook postrouting priority 0; oifname "wt0" meta mark set mark or 0x100 }\n}`;
     expect(simulateOne(text, { dst: '198.18.0.1' }, host as HostInput)).toMatchObject({ disposition: 'sent', oif, mark });
   });
 });
