@@ -59,7 +59,7 @@ export function uniqueTuple(req: NatRequest, table: ConntrackTable): NatChoice {
   const address = low === high ? low : pickRangeAddress({ src: pkt.src, dst: pkt.dst, zone: req.zone }, wants, low, high, req.persistent);
   // 3) The port.
   if (typeof port !== 'number') return { address, port: ports && (ports.low === ports.high ? Number(ports.low) : ports) };
-  return { address, port: uniquePort(req, port, (p) => isFree(address, p)) };
+  return { address, port: uniquePort(req, port, address, isFree) };
 }
 
 /** The port of step 3: the packet's own when it is in the range given (or none was) and its
@@ -68,20 +68,21 @@ export function uniqueTuple(req: NatRequest, table: ConntrackTable): NatChoice {
  * 0 for DNAT without random flags, so the first free port of the range; random otherwise,
  * which nftsim shows as the range. Without a range given, SNAT picks from the port's class:
  * 1-511 below 512, 600-1023 below 1024, else 1024-65535. */
-function uniquePort(req: NatRequest, port: number, isFree: (port: number) => boolean): number | NatValue {
+function uniquePort(req: NatRequest, port: number, address: bigint, isFree: (address: bigint, port: number) => boolean): number | NatValue {
   const { wants, random } = req;
   let range = req.ports;
-  if (!random && (range ? isWithin(BigInt(port), range) && (range.low === range.high || isFree(port)) : isFree(port))) return port;
+  // One port given: the packet gets it, free or not.
+  if (range && range.low === range.high) return Number(range.low);
+  if (!random && (range ? isWithin(BigInt(port), range) && isFree(address, port) : isFree(address, port))) return port;
   if (!range) {
     if (wants === 'dst') return port;
     range = port < 512 ? { low: 1n, high: 511n } : port < 1024 ? { low: 600n, high: 1023n } : { low: 1024n, high: 65535n };
   }
-  if (range.low === range.high) return Number(range.low);
   if (wants === 'dst' && !random) {
     const attempts = Math.min(Number(range.high - range.low) + 1, MAX_ATTEMPTS);
     for (let i = 0; i < attempts; i++) {
       const candidate = Number(range.low) + i;
-      if (isFree(candidate)) return candidate;
+      if (isFree(address, candidate)) return candidate;
     }
   }
   return range;
