@@ -102,15 +102,23 @@ export function invertTuple(t: CtTuple): CtTuple {
   return { family: t.family, l4proto: t.l4proto, src: t.dst, dst: t.src, zone: t.zone, ...(t.dport !== undefined && { sport: t.dport }), ...(t.sport !== undefined && { dport: t.sport }) };
 }
 
+/** The bounds of a port: a number, or a range (`1024-65535`) where NAT let the kernel pick. */
+export function portBounds(port: number | string): readonly [number, number] {
+  if (typeof port === 'number') return [port, port];
+  const [low, high] = port.split('-').map(Number) as [number, number];
+  return [low, high];
+}
+
 function portMatches(entryPort: number | string | undefined, port: number | string | undefined): boolean {
   if (entryPort === port) return true;
   if (typeof entryPort !== 'string' || port === undefined) return false;
-  const [low, high] = entryPort.split('-').map(Number) as [number, number];
-  const [pLow, pHigh] = typeof port === 'string' ? (port.split('-').map(Number) as [number, number]) : [port, port];
+  const [low, high] = portBounds(entryPort);
+  const [pLow, pHigh] = portBounds(port);
   return pLow >= low && pHigh <= high;
 }
 
-function tupleAt({ entry, direction }: CtMatch): CtTuple {
+/** The tuple of the entry a lookup found, in the direction found. */
+export function tupleAt({ entry, direction }: CtMatch): CtTuple {
   return direction === 0 ? entry.original : entry.reply;
 }
 

@@ -3,7 +3,7 @@
 
 import type { Ruleset } from '../model/ast.js';
 import { formatAddress } from './address.js';
-import { icmpAnswerType, isIcmpError } from './conntrack-table.js';
+import { icmpAnswerType, isIcmpError, portBounds } from './conntrack-table.js';
 import type { Host, HostInput } from './host.js';
 import type { Outcome } from './outcome.js';
 import { L4_NUMBERS, readPacket, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
@@ -124,7 +124,7 @@ function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host):
     return fail(step.path, `the previous packet did not leave the node (${outcome.disposition}${outcome.reason ? `: ${outcome.reason}` : ''}): give \`iif\``);
   }
   // A port NAT let the kernel pick from a range: the reply goes to the range's first port.
-  const port = (value: number | string | undefined): number | undefined => (typeof value === 'string' ? Number(value.split('-')[0]) : value);
+  const port = (value: number | string | undefined): number | undefined => (value === undefined ? undefined : portBounds(value)[0]);
   // Another protocol given (an ICMP error): only the addresses are the previous packet's.
   const sameTransport = overrides.protocol === undefined || overrides.protocol === p.l4proto || L4_NUMBERS[String(overrides.protocol)] === p.l4proto;
   const derived: Record<string, unknown> = {

@@ -2,7 +2,7 @@
 
 import type { Hook, Rule, Ruleset, Chain } from '../model/ast.js';
 import { formatAddress, type Address } from './address.js';
-import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
+import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleAt, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint, setUpNullBinding } from './evaluate-stmt.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
@@ -276,7 +276,7 @@ function runHook(ctx: SimContext, hook: Hook, reroute?: () => Ending | undefined
     }
     if (isNat && !isNatConsulted(ctx, hook)) continue;
     const hadMapping = manip !== undefined && (ctx.natDone & NAT_DONE[manip]) !== 0;
-    const routed = reroute && entry.chain.base?.type === 'route' ? { mark: ctx.pkt.mark, src: ctx.pkt.src.n, dst: ctx.pkt.dst.n } : undefined;
+    const routed = reroute && entry.chain.base?.type === 'route' ? { reroute, mark: ctx.pkt.mark, src: ctx.pkt.src.n, dst: ctx.pkt.dst.n } : undefined;
     const result: ChainResult = evaluateBaseChain(entry, ctx);
     if (isNat && manip && !hadMapping && (ctx.natDone & NAT_DONE[manip]) !== 0) {
       ctx.conn.mapped[manip] = manip === 'dst' ? { addr: ctx.pkt.dst, port: ctx.pkt.dport } : { addr: ctx.pkt.src, port: ctx.pkt.sport };
@@ -284,8 +284,8 @@ function runHook(ctx: SimContext, hook: Hook, reroute?: () => Ending | undefined
     if (result.verdict !== 'accept') return endingOf(result);
     // nf_route_table_hook4/6 (nft `type route`, iptables-nft's mangle OUTPUT): a changed mark or
     // address gets a new route at once (ip_route_me_harder), dropped without one.
-    if (routed && reroute && (ctx.pkt.mark !== routed.mark || ctx.pkt.src.n !== routed.src || ctx.pkt.dst.n !== routed.dst)) {
-      const ending = reroute();
+    if (routed && (ctx.pkt.mark !== routed.mark || ctx.pkt.src.n !== routed.src || ctx.pkt.dst.n !== routed.dst)) {
+      const ending = routed.reroute();
       if (ending) return ending;
     }
   }
@@ -339,10 +339,8 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
 function relateIcmpError(ctx: SimContext, quoted: QuotedPacket): void {
   const tuple = tupleOf(ctx.family, quoted, ctx.ct.zone);
   const found = tuple && ctx.conn.table.lookup(invertTuple(tuple));
-  if (!found) return;
-  const { entry, direction } = found;
-  if ((direction === 0 ? entry.original : entry.reply).dst !== ctx.pkt.dst.n) return;
-  attachEntry(ctx, entry, direction, 'related');
+  if (!found || tupleAt(found).dst !== ctx.pkt.dst.n) return;
+  attachEntry(ctx, found.entry, found.direction, 'related');
 }
 
 /** The packet gets the entry conntrack found for it, seen in `direction`. */

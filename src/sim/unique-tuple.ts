@@ -4,7 +4,7 @@
 // already (nf_nat_used_tuple), then moved on as nf_nat_l4proto_unique_tuple moves it.
 
 import type { Address } from './address.js';
-import { type ConntrackTable, type CtTuple, type NatManip } from './conntrack-table.js';
+import { portBounds, type ConntrackTable, type CtTuple, type NatManip } from './conntrack-table.js';
 import { pickRangeAddress } from './pick-range-address.js';
 
 /** A NAT address or port: one value (`low === high`), or a range the kernel picks from. */
@@ -111,8 +111,8 @@ function appropriateSource(req: NatRequest, table: ConntrackTable): NatChoice | 
  * from. */
 function portOf(port: number | string | undefined): number | NatValue | undefined {
   if (typeof port !== 'string') return port;
-  const [low, high] = port.split('-').map(BigInt) as [bigint, bigint];
-  return { low, high };
+  const [low, high] = portBounds(port);
+  return { low: BigInt(low), high: BigInt(high) };
 }
 
 /** The reply tuple a connection mapped to `address` and `port` would have: taken when another

@@ -121,6 +121,15 @@ const CASES: readonly { name: string; host: KernelHost; rules: string; packet: K
     packet: local('203.0.113.5'),
   },
   {
+    // xt_rpfilter looks the source up without the mark (no --validmark): main, out of eth0, so a
+    // marked packet from it on eth1 fails, though table 100 would send it back out of eth1.
+    name: 'rpfilter looks the route back up without the packet\'s mark',
+    host: BY_MARK,
+    kind: 'iptables',
+    rules: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -m rpfilter --invert -j DROP\nCOMMIT\n',
+    packet: { iif: 'eth1', src: '203.0.113.5', dst: '198.51.100.30', protocol: 'udp', sport: 40000, dport: 53, mark: '0x1' },
+  },
+  {
     name: 'fib daddr . mark oif follows the mark through the rules',
     host: BY_MARK,
     rules: 'table ip t {\n  chain fw {\n    type filter hook prerouting priority 0; policy accept;\n    fib daddr . mark oif "eth1" meta mark set mark or 0x100\n    fib daddr oif "eth0" meta mark set mark or 0x200\n  }\n}\n',
