@@ -12,7 +12,7 @@ export interface HostInput {
   readonly interfaces?: readonly HostInterfaceInput[] | readonly IpAddrEntry[];
   readonly routes?: readonly HostRouteInput[] | readonly IpRouteEntry[];
   /** The routing rules, as `ip -j rule show` prints them (IPv4) and `ip -6 -j rule show` (IPv6);
-   * absent: the kernel's default rules (main, then default). */
+   * absent: the kernel's default rules of the family (route-rules.ts DEFAULT_RULES). */
   readonly rules?: readonly IpRuleEntry[];
   readonly rules6?: readonly IpRuleEntry[];
   readonly forwarding?: boolean;
