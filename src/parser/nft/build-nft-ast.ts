@@ -96,7 +96,7 @@ const OBJECT_KINDS = new Set(['counter', 'quota', 'limit', 'secmark', 'synproxy'
 
 export class NftAstBuilder implements ExprEnv {
   readonly diagnostics: Diagnostic[];
-  pos: ChunkPos = { file: '<input>', text: '', base: 0, baseLine: 1, lines: new LineIndex('') };
+  pos: ChunkPos = { file: '<input>', text: '', base: 0, baseLine: 1, lines: new LineIndex(''), ownStart: 0, ownEnd: 0 };
   /** Handles by chunk-local line (`# handle N` comments). */
   handles = new Map<number, number>();
   private readonly tables = new Map<string, TableB>();

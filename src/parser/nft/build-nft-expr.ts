@@ -16,6 +16,10 @@ export interface ChunkPos {
   readonly baseLine: number;
   /** Chunk-local offsets where its lines start. */
   readonly lines: LineIndex;
+  /** The chunk-local offsets where the file's own text starts and ends: a chunk cut inside an
+   * element list is wrapped in text of nftsim's (parse-nft.ts), which no span may point into. */
+  readonly ownStart: number;
+  readonly ownEnd: number;
 }
 
 /** What expression building needs from the surrounding builder. */
@@ -67,12 +71,14 @@ export function tok(node: CstNode, label: string): IToken | undefined {
 // bytes per span on a 150k-rule listing).
 
 /** The span of chunk-local offsets `start` to `last` (inclusive). */
-export function spanAt(pos: ChunkPos, start: number, last: number): Span {
+export function spanAt(pos: ChunkPos, from: number, last: number): Span {
+  const start = Math.min(Math.max(from, pos.ownStart), pos.ownEnd);
+  const end = Math.min(Math.max(last + 1, start), pos.ownEnd);
   const line = lineIndexOf(pos, start);
   return {
     file: pos.file,
     start: (pos.base + start) | 0,
-    end: (pos.base + last + 1) | 0,
+    end: (pos.base + end) | 0,
     line: (pos.baseLine + line) | 0,
     column: (start - pos.lines.startOf(line) + 1) | 0,
   };

@@ -43,6 +43,8 @@ export function parseNft(text: string, options: ParseOptions = {}): ParseResult 
         base: chunk.start - reopen.length,
         baseLine: chunk.line - (chunk.reopensElements ? 1 : 0),
         lines: new LineIndex(chunkText),
+        ownStart: reopen.length,
+        ownEnd: reopen.length + chunk.end - chunk.start,
       });
     }
     including.pop();
@@ -81,7 +83,7 @@ export function parseNft(text: string, options: ParseOptions = {}): ParseResult 
 export function parseNftRuleBody(text: string, options: ParseOptions = {}): { rule?: Rule; diagnostics: Diagnostic[] } {
   const diagnostics: Diagnostic[] = [];
   const builder = new NftAstBuilder(diagnostics);
-  builder.pos = { file: options.file ?? '<input>', text, base: 0, baseLine: 1, lines: new LineIndex(text) };
+  builder.pos = { file: options.file ?? '<input>', text, base: 0, baseLine: 1, lines: new LineIndex(text), ownStart: 0, ownEnd: text.length };
   const tokens = lexChunk(builder, diagnostics);
   nftParser.input = tokens;
   const cst = nftParser.rule();
@@ -215,7 +217,7 @@ function syntaxError(builder: NftAstBuilder, e: IRecognitionException): Diagnost
     for (let i = stack.length - 1; i >= 0 && !expected; i--) expected = RULE_EXPECTS[stack[i]!];
   }
   const atEnd = t.tokenType === EOF || Number.isNaN(t.startOffset);
-  const span: Span = atEnd ? endSpan(pos.file, pos.text, pos.base, pos.baseLine) : spanOfToken(pos, t);
+  const span: Span = atEnd ? spanAt(pos, pos.ownEnd, pos.ownEnd - 1) : spanOfToken(pos, t);
   return {
     severity: 'error',
     code: 'syntax',

@@ -88,6 +88,20 @@ describe('the nft parser on bad input (fast-check)', () => {
     );
   });
 
+  // A map whose element list spans several parse chunks, its table line broken (CI seed
+  // -1984864023 of the test below): the chunks cut inside the list are wrapped in text of the
+  // parser's own, which the diagnostics pointed into, with lines and columns of other places.
+  it('points no diagnostic into the text a chunk cut inside an element list is wrapped in', () => {
+    const elements = Array.from({ length: 600 }, (_, i) => `10.0.${i >> 5}.${i & 31} : 10.0.${i >> 5}.${i & 31}`);
+    const lines = [];
+    for (let i = 0; i < elements.length; i += 2) lines.push(`${elements[i]}, ${elements[i + 1]}`);
+    const text = `table ip x {\n\tmap y {\n\t\ttype ipv4_addr : ipv4_addr\n\t\telements = { ${lines.join(',\n\t\t\t     ')} }\n\t}\n}\n`;
+    const broken = text.slice(0, 18) + text.slice(21);
+    const { diagnostics } = parseNft(broken, { file: 'broken.nft' });
+    expect(diagnostics.length).toBeGreaterThan(2);
+    for (const d of diagnostics) expectValidPosition(broken, d);
+  });
+
   const corpus = listings();
   it('never throws or hangs on mutations of real listings', () => {
     fc.assert(
