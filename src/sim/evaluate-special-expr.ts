@@ -4,7 +4,7 @@
 // no IPsec, no socket but a local packet's own; packet-bytes.ts lists the packet's headers).
 
 import type { Expr } from '../model/ast.js';
-import type { AddressFamily } from './address.js';
+import type { Address, AddressFamily } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
 import { evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { payloadFieldBits } from './packet-bytes.js';
@@ -39,6 +39,13 @@ function isRouted(ctx: SimContext): boolean {
   return ctx.hook !== 'prerouting' && ctx.hook !== 'ingress';
 }
 
+/** rt_nexthop of the packet's route: the gateway, else the destination (a local one's route has
+ * no gateway). */
+export function nexthopOf(ctx: SimContext): Address {
+  if (localInterfaceOf(ctx.host, ctx.pkt.dst)) return ctx.pkt.dst;
+  return lookupRoute(ctx.host, ctx.pkt.dst, routeKeyOf(ctx))?.via ?? ctx.pkt.dst;
+}
+
 function rtValue(expr: Extract<Expr, { kind: 'rt' }>, ctx: SimContext): RtValue | undefined {
   // nft_rt.c nft_rt_get_eval: no dst → NFT_BREAK.
   if (!isRouted(ctx)) return undefined;
@@ -47,9 +54,7 @@ function rtValue(expr: Extract<Expr, { kind: 'rt' }>, ctx: SimContext): RtValue 
     case 'nexthop': {
       // NFT_RT_NEXTHOP4/6 only for their family; rt_nexthop: the gateway, else the destination.
       if (expr.family !== undefined && expr.family !== family) return undefined;
-      if (localInterfaceOf(ctx.host, ctx.pkt.dst)) return ctx.pkt.dst.n;
-      const route = lookupRoute(ctx.host, ctx.pkt.dst, routeKeyOf(ctx));
-      return route?.via?.n ?? ctx.pkt.dst.n;
+      return nexthopOf(ctx).n;
     }
     case 'mtu': {
       // nft's `rt mtu` is NFT_RT_TCPMSS (nft --debug=netlink: `rt load tcpmss`): the smaller of

@@ -10,6 +10,8 @@ import { HOST_KEY } from './route-rules.js';
 import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
 import { IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
+import { masqueradeSource } from './masquerade-source.js';
+import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { currentRule, hasConntrackEntry, NotModelled, locOf, stateBeforeConntrack, type SimContext } from './sim-context.js';
@@ -633,8 +635,15 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   let addresses: NatValue;
   if (plan.type === 'masquerade' || plan.type === 'redirect') {
     const dev = plan.type === 'masquerade' ? ctx.oif : ctx.iif;
-    own = dev === undefined ? LOCAL_REDIRECT[family] : plan.type === 'redirect' && family === 'ip6' ? ipv6Redirect(ctx, dev) : primaryAddress(ctx.host, dev, family);
-    // No address on the egress interface: the kernel drops (nf_nat_masquerade.c returns NF_DROP).
+    own =
+      dev === undefined
+        ? LOCAL_REDIRECT[family]
+        : plan.type === 'masquerade'
+          ? masqueradeSource(ctx.host, dev, p.dst, nexthopOf(ctx))
+          : family === 'ip6'
+            ? ipv6Redirect(ctx, dev)
+            : primaryAddress(ctx.host, dev, family);
+    // No address to give: the kernel drops (nf_nat_masquerade.c, nf_nat_redirect.c: NF_DROP).
     if (!own) return PLAIN_RESULTS.drop.verdict;
     addresses = { low: own.n, high: own.n };
   } else {

@@ -909,6 +909,20 @@ COMMIT
     },
     ...(
       [
+        // nf_nat_masquerade_ipv4 takes inet_select_addr(lo, …): lo's 127.0.0.1 has host scope,
+        // so the first interface's global address (eth0's, for a packet to eth1's); IPv6 takes
+        // ipv6_dev_get_saddr's choice, the destination itself (RFC 6724 rule 1). nftsim took lo's
+        // loopback address (seed 834404527).
+        ['198.51.100.10', 'ip saddr 192.0.2.10'],
+        ['2001:db8:2::10', 'ip6 saddr 2001:db8:2::10'],
+      ] as const
+    ).map(([dst, test]) => ({
+      name: `masquerade of a local packet to ${dst} through lo`,
+      rulesets: [nft(`table inet n {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    masquerade\n  }\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    ${test} meta mark set 0x1\n  }\n}\n`)],
+      packet: { src: dst, dst, protocol: 'tcp', sport: 40001, dport: 8080, skuid: 0, skgid: 0 } as const,
+    })),
+    ...(
+      [
         // skb->pkt_type comes from the frame's destination MAC, which the sender picks by the
         // packet's: a packet to another subnet's broadcast address is routed to the node's own MAC
         // (PACKET_HOST). nftsim read the type of the address (seed 691790243 of npm run
@@ -925,6 +939,27 @@ COMMIT
     })),
   ] as const)('$name', async ({ rulesets, packet }) => {
     const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets, packet });
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+});
+
+describe.skipIf(skipReason !== undefined)('kernel-differential: masquerade on an interface of two subnets', () => {
+  // inet_select_addr(out, nexthop, RT_SCOPE_UNIVERSE): the egress interface's address in the
+  // nexthop's subnet, not its first one.
+  const host: KernelHost = {
+    interfaces: [
+      { name: 'eth0', addresses: ['192.0.2.10/24'] },
+      { name: 'eth1', addresses: ['203.0.113.10/24', '198.51.100.10/24'] },
+    ],
+    routes: [{ dst: 'default', via: '198.51.100.20', dev: 'eth1' }],
+    forwarding: true,
+  };
+  const rulesets = [{ kind: 'nft', text: 'table ip n {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n', file: 'm.nft' }] as const;
+  it.each([
+    { name: 'towards the gateway 198.51.100.20: 198.51.100.10', packet: { iif: 'eth0', src: '192.0.2.1', dst: '8.8.8.8', protocol: 'udp', sport: 40000, dport: 53 } },
+    { name: 'to a host of 203.0.113.0/24: 203.0.113.10', packet: { iif: 'eth0', src: '192.0.2.1', dst: '203.0.113.7', protocol: 'udp', sport: 40000, dport: 53 } },
+  ] as const)('$name', async ({ packet }) => {
+    const { problems, kernelWay } = await runDifferential({ host, rulesets, packet });
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
   });
 });

@@ -278,10 +278,12 @@ function buildTopology(host: KernelHost, node: string, peers: ReadonlyMap<string
       nodeBatch.push(`address add ${address} dev ${iface.name}${nodad}`);
     }
     const peerBatch = ['link set dev lo up', `link set dev ${PEER_IFNAME} arp off`, `link set dev ${PEER_IFNAME} up`];
-    for (const address of choosePeerAddresses(host, iface, options.peerAddresses?.[iface.name] ?? [])) {
-      peerBatch.push(`address add ${address} dev ${PEER_IFNAME}`);
-    }
-    const back = iface.addresses.map(splitPrefix).find((prefix) => findIpFamily(prefix.address) === 'ip');
+    const peerAddresses = choosePeerAddresses(host, iface, options.peerAddresses?.[iface.name] ?? []);
+    for (const address of peerAddresses) peerBatch.push(`address add ${address} dev ${PEER_IFNAME}`);
+    // Back through the node's address in a subnet of the peer's (on an interface of two subnets
+    // with a gateway in the second, the peer has only the gateway's).
+    const own = iface.addresses.map(splitPrefix).filter((prefix) => findIpFamily(prefix.address) === 'ip');
+    const back = own.find((prefix) => peerAddresses.some((peer) => sameIpv4Subnet(prefix.address, splitPrefix(peer).address, prefix.length))) ?? own[0];
     if (back) peerBatch.push(`route add default via ${back.address} dev ${PEER_IFNAME}`);
     runInNamespaceOrThrow(peer, ['ip', '-batch', '-'], `${peerBatch.join('\n')}\n`);
   });
@@ -365,6 +367,12 @@ function choosePeerAddresses(host: KernelHost, iface: HostInterface, extra: read
     }
   }
   return [...chosen];
+}
+
+function sameIpv4Subnet(a: string, b: string, length: number): boolean {
+  if (findIpFamily(b) !== 'ip') return false;
+  const mask = length === 0 ? 0 : ~0 << (32 - length);
+  return (ipv4ToNumber(a) & mask) === (ipv4ToNumber(b) & mask);
 }
 
 function ipv4ToNumber(address: string): number {
