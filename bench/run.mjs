@@ -431,7 +431,7 @@ function printSimulationReport(simulations, trace) {
   console.log(`  all branches: ${Number(args['all-branches']).toLocaleString('en-US')} more packets listing every random branch (nftsim run's default).`);
   console.log('  packets/s by the clock and by user CPU (the CPU figure is steadier on a busy machine); warm: the same');
   console.log('  packets a third time, once the chains they meet are indexed and their rules compiled (a rule compiles');
-  console.log(`  at its second run); all branches run after them; each row is the run of the median packets/s of ${runs},`);
+  console.log(`  at its first run); all branches run after them; each row is the run of the median packets/s of ${runs},`);
   console.log('  each in a fresh process\n');
   const table = [['input', 'services', 'rules', 'parse', 'packets/s', 'CPU packets/s', 'µs/packet', 'warm packets/s', 'all branches/s', 'outcomes/packet', 'uncertain']];
   for (const { services, file, result } of simulations) {

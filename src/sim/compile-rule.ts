@@ -1,4 +1,4 @@
-// Rules compiled into numbers, as packets meet them again (evaluate-chain.ts, with indexes on):
+// Rules compiled into numbers, as packets first meet them (evaluate-chain.ts, with indexes on):
 // each statement becomes one instruction in the code arena of the whole ruleset (Int32Arrays,
 // which the garbage collector does not scan), and runCompiledRule runs them. A kube-proxy ruleset
 // has hundreds of thousands of rules, most of them met by a few packets only, and cold in memory
@@ -13,7 +13,7 @@
 // they read of the statement planned once, evaluate-stmt.ts planNat). A statement with no effect
 // on the packet's way (counter, log, an iptables comment) has no instruction. Every other
 // statement is an EVAL instruction: the interpreter (evaluate-stmt.ts) evaluates it, as it
-// evaluates every statement the first runs and with indexes off, the reference
+// evaluates every statement with indexes off, the reference
 // test/sim/compile-rule.test.ts checks the compiled rules against. An instruction does what the
 // interpreter does for its statement, in its order: it breaks where evaluateExpr does, and throws
 // NotModelled where it would.

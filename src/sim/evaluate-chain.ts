@@ -32,28 +32,20 @@ const stackChains: Chain[] = [];
 const stackIndexes: (ChainIndex | null)[] = [];
 const stackNext: number[] = [];
 
-/** How many times a rule of an indexed chain is interpreted before it is compiled: compiling
- * reads all of a rule and writes its code into new memory, more than evaluating it once costs,
- * and most rules of a big ruleset are met by a packet or two (a kube-proxy ruleset's services).
- * Bench packets, first pass, packets/s: compiled at once, 10k services 40-43k, 50k 24k;
- * compiled at the second run, 1k 121k, 10k 50-53k, 50k 28-31k; at the third, 112k, 48k, 30k. */
-export const INTERPRETED_RUNS = 1;
-
 /** In HookIndex.compiled: a rule whose code fits no chunk of the arena, interpreted for good. */
-const UNCOMPILABLE = -0x80000000;
+const UNCOMPILABLE = -1;
 
-/** Where the rule at `position` of an indexed chain is compiled, -1 while it is interpreted
- * (HookIndex.compiled counts its runs until then, as negative numbers). */
+/** Where the rule at `position` of an indexed chain is compiled, -1 when it is interpreted: it is
+ * compiled when a packet first reaches it. Interpreting a rule's first run and compiling it at its
+ * second read the cold rule twice; compiling at once is faster though most rules of a big ruleset
+ * are met by a packet or two (bench packets, first pass, both builds interleaved in one process:
+ * 10,000 services 59,350-59,792 packets/s against 54,958-56,517, 1,000 and 50,000 the same). */
 function compiledAt(index: ChainIndex, position: number, ctx: SimContext): number {
   const hooks = ctx.index;
   const rule = index.first + position;
   const known = hooks.compiled[rule]!;
   if (known > 0) return known - 1;
   if (known === UNCOMPILABLE) return -1;
-  if (-known < INTERPRETED_RUNS) {
-    hooks.compiled[rule] = known - 1;
-    return -1;
-  }
   const start = compileRule(index.chain.rules[position]!, hooks.code);
   hooks.compiled[rule] = start >= 0 ? start + 1 : UNCOMPILABLE;
   return start;

@@ -192,8 +192,8 @@ export interface HookIndex {
   /** chainsAt's answers, computed once per hook, family and (for ingress) device. */
   readonly ordered: Map<Hook, Map<string, readonly HookEntry[]>>;
   /** By the number of a rule among those of the chains indexed (ChainIndex.first + its
-   * position), 1 + the offset of its code in `code` once it is compiled; until then, minus the
-   * times it was interpreted (evaluate-chain.ts compiledAt). One array for all rules: an array
+   * position), 1 + the offset of its code in `code` once it is compiled, 0 before, -1 for a rule
+   * interpreted for good (evaluate-chain.ts compiledAt). One array for all rules: an array
    * per chain was one more object for a packet to read at each chain it enters. */
   compiled: Int32Array;
   /** How many rules the chains indexed so far have. */

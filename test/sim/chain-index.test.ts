@@ -23,7 +23,7 @@ const HOST: HostInput = {
 };
 
 /** Both ways, every outcome in full (trace, marks, NAT); indexed several times, the later ones
- * with the rules met before compiled (src/sim/compile-rule.ts compiles a rule on its second run). */
+ * with the rules met before compiled (src/sim/compile-rule.ts compiles a rule on its first run). */
 function expectSameOutcomes(ruleset: Ruleset, packet: PacketInput): void {
   const scanned = withoutIndexes(() => simulatePacket(ruleset, { host: HOST, packet }));
   for (let run = 0; run < 4; run++) expect(simulatePacket(ruleset, { host: HOST, packet })).toEqual(scanned);

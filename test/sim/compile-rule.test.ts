@@ -12,7 +12,6 @@ import { describe, expect, it } from 'vitest';
 import type { Ruleset } from '../../src/model/ast.js';
 import { parseRuleset, type NodeSource } from '../../src/parser/parse-ruleset.js';
 import { withoutIndexes } from '../../src/sim/chain-index.js';
-import { INTERPRETED_RUNS } from '../../src/sim/evaluate-chain.js';
 import type { HostInput } from '../../src/sim/host.js';
 import type { PacketInput } from '../../src/sim/packet.js';
 import { simulateFlow } from '../../src/sim/simulate-flow.js';
@@ -30,10 +29,10 @@ function parseSources(rulesets: ReturnType<typeof renderCase>['rulesets']): Rule
 
 const HOST = GENERATED_HOST as HostInput;
 
-/** Rules run interpreted at first with indexes on too (INTERPRETED_RUNS times): the next run
- * reaches the compiled rules of every chain the packet enters, the one after runs them with what
- * it resolved and kept (jump targets, sets, verdict map elements, locations, trace events). */
-const RUNS = INTERPRETED_RUNS + 2;
+/** The first run compiles the rules of every chain the packet enters, the one after runs them
+ * with what it resolved and kept (jump targets, sets, verdict map elements, locations, trace
+ * events). */
+const RUNS = 2;
 
 /** With indexes RUNS times and without (every rule interpreted), every outcome in full. */
 function expectSameOutcomes(ruleset: Ruleset, packet: PacketInput, host: HostInput = HOST): void {
