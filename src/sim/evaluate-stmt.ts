@@ -639,7 +639,7 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
       dev === undefined
         ? LOCAL_REDIRECT[family]
         : plan.type === 'masquerade'
-          ? masqueradeSource(ctx.host, dev, p.dst, nexthopOf(ctx))
+          ? masqueradeSource(ctx.host, dev, p.dst, () => nexthopOf(ctx))
           : family === 'ip6'
             ? ipv6Redirect(ctx, dev)
             : primaryAddress(ctx.host, dev, family);

@@ -6,24 +6,30 @@
 import { prefixMask, type Address, type Cidr } from './address.js';
 import { ipv6Scope, type Host } from './host.js';
 
-/** The address masquerade rewrites the source to, for a packet to `dst` leaving through `oif`
- * towards `nexthop` (rt_nexthop: the route's gateway, else the destination); undefined when the
- * node has none to give (the kernel drops the packet). */
-export function masqueradeSource(host: Host, oif: string, dst: Address, nexthop: Address): Cidr | undefined {
+/** The address masquerade rewrites the source to, for a packet to `dst` leaving through `oif`;
+ * `nexthop` gives rt_nexthop (the route's gateway, else the destination), asked for only when the
+ * interface has several addresses to choose from. Undefined when the node has none to give (the
+ * kernel drops the packet). */
+export function masqueradeSource(host: Host, oif: string, dst: Address, nexthop: () => Address): Cidr | undefined {
   return dst.family === 'ip' ? ipv4Source(host, oif, nexthop) : ipv6Source(host, oif, dst);
 }
 
 /** inet_select_addr(out, nexthop, RT_SCOPE_UNIVERSE) (devinet.c): of the egress interface's
  * primary addresses of universe scope, the first in the nexthop's subnet, else the first; when it
  * has none, the first such address of the interfaces in their order (lo is first). */
-function ipv4Source(host: Host, oif: string, nexthop: Address): Cidr | undefined {
+function ipv4Source(host: Host, oif: string, nexthop: () => Address): Cidr | undefined {
   const own = host.interfaces.find((iface) => iface.name === oif)?.addresses ?? [];
   let first: Cidr | undefined;
+  let via: Address | undefined;
   for (let i = 0; i < own.length; i++) {
     if (!isUniversePrimary(own, i)) continue;
     const c = own[i]!;
-    if (sameSubnet(c, c.prefix, nexthop)) return c;
-    first ??= c;
+    if (!first) first = c;
+    else {
+      via ??= nexthop();
+      if (sameSubnet(first, first.prefix, via)) return first;
+      if (sameSubnet(c, c.prefix, via)) return c;
+    }
   }
   if (first) return first;
   for (const iface of host.interfaces) {
@@ -38,13 +44,17 @@ function ipv4Source(host: Host, oif: string, nexthop: Address): Cidr | undefined
  * its prefix length and subnet (__inet_insert_ifa sets IFA_F_SECONDARY). */
 function isUniversePrimary(addresses: readonly Cidr[], i: number): boolean {
   const c = addresses[i]!;
-  if (c.family !== 'ip' || c.n >> 24n === 127n) return false;
+  if (c.family !== 'ip' || (c.n >= LOOPBACK_NET && c.n <= LOOPBACK_LAST)) return false;
   for (let j = 0; j < i; j++) {
     const earlier = addresses[j]!;
     if (earlier.family === 'ip' && earlier.prefix === c.prefix && sameSubnet(earlier, c.prefix, c)) return false;
   }
   return true;
 }
+
+/** 127.0.0.0/8. */
+const LOOPBACK_NET = 0x7f000000n;
+const LOOPBACK_LAST = 0x7fffffffn;
 
 function sameSubnet(a: Address, prefix: number, b: Address): boolean {
   const mask = prefixMask(a.family === 'ip' ? 32 : 128, prefix);

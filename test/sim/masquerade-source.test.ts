@@ -9,7 +9,7 @@ import { masqueradeSource } from '../../src/sim/masquerade-source.js';
 function source(input: HostInput, oif: string, dst: string, nexthop = dst): string | undefined {
   const { host, errors } = readHost([{ value: input, path: ['host'] }]);
   expect(errors).toEqual([]);
-  const found = masqueradeSource(host, oif, parseAddress(dst)!, parseAddress(nexthop)!);
+  const found = masqueradeSource(host, oif, parseAddress(dst)!, () => parseAddress(nexthop)!);
   return found && formatAddress(found);
 }
 
