@@ -4,7 +4,7 @@
 // loopback addresses are never picked: the kernel takes another interface's address.
 
 import { prefixMask, type Address, type Cidr } from './address.js';
-import { ipv6Scope, type Host } from './host.js';
+import { ipv6MulticastScope, ipv6Scope, isMulticastAddress, type Host } from './host.js';
 
 /** The address masquerade rewrites the source to, for a packet to `dst` leaving through `oif`;
  * `nexthop` gives rt_nexthop (the route's gateway, else the destination), asked for only when the
@@ -62,13 +62,17 @@ function sameSubnet(a: Address, prefix: number, b: Address): boolean {
 }
 
 /** ipv6_dev_get_saddr(net, out, dst, 0) (addrconf.c): every IPv6 address of the node (only the
- * egress interface's for a destination of link-local scope or narrower), compared by the rules
- * of RFC 6724 in the kernel's order, the first of the best kept. Rules 3, 4 and 7 (deprecated,
- * home and temporary addresses) are not told apart: the host input has no address flags. */
+ * egress interface's for a multicast destination or one of link-local scope or narrower),
+ * compared by the rules of RFC 6724 in the kernel's order, the first of the best kept: the
+ * interface's addresses are read in the order `ip addr show` lists them, which for addresses of
+ * one scope is the newest first (ipv6_link_dev_addr). Rules 3, 4 and 7 (deprecated, home and
+ * temporary addresses) are not told apart: the host input has no address flags. */
 function ipv6Source(host: Host, oif: string, dst: Address): Cidr | undefined {
-  const dstScope = SCOPE_VALUE[ipv6Scope(dst.n)];
+  const multicast = isMulticastAddress(dst);
+  // __ipv6_addr_src_scope: a multicast address's own scope field.
+  const dstScope = multicast ? ipv6MulticastScope(dst.n) : SCOPE_VALUE[ipv6Scope(dst.n)];
   const dstLabel = labelOf(dst.n);
-  const onlyOif = dstScope <= SCOPE_VALUE.link;
+  const onlyOif = multicast || dstScope <= SCOPE_VALUE.link;
   let best: Cidr | undefined;
   let bestScore: readonly number[] = [];
   for (const iface of host.interfaces) {
@@ -102,8 +106,9 @@ function isBetter(score: readonly number[], than: readonly number[]): boolean {
   return false;
 }
 
-/** IPV6_ADDR_SCOPE_* (__ipv6_addr_src_scope). */
-const SCOPE_VALUE = { loopback: 1, link: 2, site: 5, global: 14 } as const;
+/** IPV6_ADDR_SCOPE_* of a unicast address (__ipv6_addr_src_scope): ::1 is of link-local scope
+ * there (__ipv6_addr_type, "addr-select 3.4"). */
+const SCOPE_VALUE = { loopback: 2, link: 2, site: 5, global: 14 } as const;
 
 /** The kernel's default address labels (addrlabel.c ip6addrlbl_init_table), longest prefix
  * first. */

@@ -42,12 +42,23 @@ describe('IPv6: ipv6_dev_get_saddr(out, dst) (addrconf.c, RFC 6724)', () => {
   it.each([
     ['rule 1: the destination itself, through lo', 'lo', '2001:db8:2::10', '2001:db8:2::10'],
     ['rule 2: a global address for a global destination, not lo\'s ::1', 'lo', '2001:db8:9::1', '2001:db8:1::10'],
+    // ::1 is of link-local scope for source selection, as fe80:: is: rule 5 decides.
+    ['rule 2: ::1 ties with a link-local address, and rule 5 takes the egress interface\'s', 'eth1', 'fe80::99', 'fe80::2:10'],
     ['rule 5: the egress interface\'s', 'eth1', '2001:db8:9::1', '2001:db8:2::10'],
     ['rule 6: of the destination\'s label (fd00::/8 is label 5)', 'eth1', 'fd00:5::1', 'fd00::10'],
     ['a link-local destination: the egress interface\'s link-local address', 'eth0', 'fe80::99', 'fe80::1:10'],
     ['an interface without an address: another interface\'s', 'wt0', '2001:db8:1::99', '2001:db8:1::10'],
+    // A multicast destination takes the egress interface's addresses only, by its scope field:
+    // of site scope (5), a link-local address is not enough.
+    ['a multicast destination: the egress interface\'s', 'eth0', 'ff0e::1', '2001:db8:1::10'],
+    ['a multicast destination of site scope: a global address, not the link-local one', 'eth1', 'ff05::1', '2001:db8:2::10'],
+
   ])('%s', (_name, oif, dst, expected) => {
     expect(source(NODE, oif, dst)).toBe(expected);
+  });
+
+  it('a multicast destination on an interface without an IPv6 address: none (the kernel drops)', () => {
+    expect(source(NODE, 'wt0', 'ff0e::1')).toBeUndefined();
   });
 
   it('rule 8: the longest prefix in common with the destination', () => {
