@@ -634,6 +634,9 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   let own: Address | undefined;
   let addresses: NatValue;
   if (plan.type === 'masquerade' || plan.type === 'redirect') {
+    // A local packet from 0.0.0.0 (a DHCP client's) is accepted, not masqueraded
+    // (nf_nat_masquerade_ipv4); the NAT hook's null binding follows.
+    if (plan.type === 'masquerade' && family === 'ip' && p.src.n === 0n) return PLAIN_RESULTS.accept.verdict;
     const dev = plan.type === 'masquerade' ? ctx.oif : ctx.iif;
     own =
       dev === undefined

@@ -509,6 +509,13 @@ describe('NAT (nf_nat_core.c)', () => {
     expect(o.packet.src).toBe(to.split(':')[0]);
   });
 
+  it('masquerade accepts a packet from 0.0.0.0 without a mapping (nf_nat_masquerade_ipv4)', () => {
+    const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook postrouting priority srcnat;', '\t\tmasquerade'), { src: '0.0.0.0', dst: '255.255.255.255', protocol: 'udp', sport: 68, dport: 67, oif: 'eth0' });
+    expect(o.nat).toEqual([]);
+    expect(o.trace.map((e) => `${e.kind} ${e.verdict}`)).toEqual(['rule accept']);
+    expect(o.packet.src).toBe('0.0.0.0');
+  });
+
   // nf_nat_redirect_ipv6: the input interface's first address of the destination's scope
   // (ipv6_addr_scope: multicast scope 5 is site-local, 0xe global), none of it: dropped. Every
   // interface has a link-local address; a host description that lists none cannot say which.
