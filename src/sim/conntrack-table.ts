@@ -47,6 +47,8 @@ export interface CtEntry {
   readonly natDone: number;
   /** The NAT events of the first packet, shown again on later packets the mapping rewrites. */
   readonly nat: readonly NatEvent[];
+  /** A TCP connection opened by a SYN (SYN_SENT until a reply): not one picked up mid-stream. */
+  readonly synSent: boolean;
 }
 
 export interface CtMatch {

@@ -323,6 +323,10 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
     if (found) {
       const { entry, direction } = found;
       if (direction === 1) entry.status |= IPS.seenReply;
+      else if (isInvalidBeforeReply(ctx, entry)) {
+        ctx.ct.state = 'invalid';
+        return;
+      }
       attachEntry(ctx, entry, direction, direction === 1 || (entry.status & IPS.seenReply) !== 0 ? 'established' : 'new');
       return;
     }
@@ -330,6 +334,24 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
   // An explicit `ct` is what the user says the packet sees; it opens a connection only as new
   // in the original direction.
   if (ctx.ct.state === 'new' && ctx.ct.direction === 0) conn.tuple = tuple;
+}
+
+// TCP flags conntrack's state table tells apart (nf_conntrack_proto_tcp.c get_conntrack_index).
+const TCP = 6;
+const TCP_FIN = 0x01;
+const TCP_SYN = 0x02;
+const TCP_RST = 0x04;
+const TCP_ACK = 0x10;
+const TCP_STATE_FLAGS = TCP_FIN | TCP_SYN | TCP_RST | TCP_ACK;
+
+/** In SYN_SENT, before any reply, a packet of the original direction other than a SYN again or an
+ * RST is invalid (tcp_conntracks[0][*][sSS] is sIV for SYN-ACK, FIN, ACK and none): conntrack
+ * gives it no entry. A connection picked up mid-stream (nf_conntrack_tcp_loose) starts
+ * established, so its packets are not. The other TCP states are not modelled. */
+function isInvalidBeforeReply(ctx: SimContext, entry: CtEntry): boolean {
+  if (!entry.synSent || (entry.status & IPS.seenReply) !== 0) return false;
+  const flags = ctx.pkt.tcpFlags & TCP_STATE_FLAGS;
+  return (flags & TCP_RST) === 0 && flags !== TCP_SYN;
 }
 
 /** An ICMP error is related to the connection whose tuple is the packet it quotes, inverted,
@@ -427,6 +449,7 @@ function confirm(ctx: SimContext): void {
     status: ctx.ct.status,
     natDone: ctx.natDone,
     nat: [...ctx.nat],
+    synSent: original.l4proto === TCP && (ctx.pkt.tcpFlags & TCP_STATE_FLAGS) === TCP_SYN,
   };
   if (!conn.keep || conn.table.insert(entry)) conn.entry = entry;
 }

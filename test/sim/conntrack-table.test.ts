@@ -6,7 +6,7 @@ const a = (text: string) => parseAddress(text)!;
 const tcp = (src: string, sport: number | string, dst: string, dport: number | string): CtTuple => ({ family: 'ip', l4proto: 6, src: a(src).n, dst: a(dst).n, sport, dport, zone: 0 });
 
 function entry(original: CtTuple, reply: CtTuple = invertTuple(original)): CtEntry {
-  return { original, reply, mark: 0, status: IPS.confirmed, natDone: 0, nat: [] };
+  return { original, reply, mark: 0, status: IPS.confirmed, natDone: 0, nat: [], synSent: true };
 }
 
 describe('conntrack tuples', () => {
