@@ -386,7 +386,7 @@ export function primaryAddress(host: Host, ifname: string, family: AddressFamily
 }
 
 /** The addresses of interface `ifname`, none for an interface the host does not have. */
-function addressesOf(host: Host, ifname: string): readonly Cidr[] {
+export function addressesOf(host: Host, ifname: string): readonly Cidr[] {
   return host.interfaces.find((iface) => iface.name === ifname)?.addresses ?? [];
 }
 

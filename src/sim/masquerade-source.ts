@@ -3,8 +3,8 @@
 // that interface's first address. A local packet to a local address leaves through lo, whose
 // loopback addresses are never picked: the kernel takes another interface's address.
 
-import { prefixMask, type Address, type Cidr } from './address.js';
-import { ipv6MulticastScope, ipv6Scope, isMulticastAddress, type Host } from './host.js';
+import { isInCidr, prefixMask, type Address, type Cidr } from './address.js';
+import { addressesOf, ipv6MulticastScope, ipv6Scope, isMulticastAddress, type Host } from './host.js';
 
 /** The address masquerade rewrites the source to, for a packet to `dst` leaving through `oif`;
  * `nexthop` gives rt_nexthop (the route's gateway, else the destination), asked for only when the
@@ -18,7 +18,7 @@ export function masqueradeSource(host: Host, oif: string, dst: Address, nexthop:
  * primary addresses of universe scope, the first in the nexthop's subnet, else the first; when it
  * has none, the first such address of the interfaces in their order (lo is first). */
 function ipv4Source(host: Host, oif: string, nexthop: () => Address): Cidr | undefined {
-  const own = host.interfaces.find((iface) => iface.name === oif)?.addresses ?? [];
+  const own = addressesOf(host, oif);
   let first: Cidr | undefined;
   let via: Address | undefined;
   for (let i = 0; i < own.length; i++) {
@@ -27,8 +27,8 @@ function ipv4Source(host: Host, oif: string, nexthop: () => Address): Cidr | und
     if (!first) first = c;
     else {
       via ??= nexthop();
-      if (sameSubnet(first, first.prefix, via)) return first;
-      if (sameSubnet(c, c.prefix, via)) return c;
+      if (isInCidr(via, first)) return first;
+      if (isInCidr(via, c)) return c;
     }
   }
   if (first) return first;
@@ -47,7 +47,7 @@ function isUniversePrimary(addresses: readonly Cidr[], i: number): boolean {
   if (c.family !== 'ip' || (c.n >= LOOPBACK_NET && c.n <= LOOPBACK_LAST)) return false;
   for (let j = 0; j < i; j++) {
     const earlier = addresses[j]!;
-    if (earlier.family === 'ip' && earlier.prefix === c.prefix && sameSubnet(earlier, c.prefix, c)) return false;
+    if (earlier.family === 'ip' && earlier.prefix === c.prefix && isInCidr(c, earlier)) return false;
   }
   return true;
 }
@@ -55,11 +55,6 @@ function isUniversePrimary(addresses: readonly Cidr[], i: number): boolean {
 /** 127.0.0.0/8. */
 const LOOPBACK_NET = 0x7f000000n;
 const LOOPBACK_LAST = 0x7fffffffn;
-
-function sameSubnet(a: Address, prefix: number, b: Address): boolean {
-  const mask = prefixMask(a.family === 'ip' ? 32 : 128, prefix);
-  return (a.n & mask) === (b.n & mask);
-}
 
 /** ipv6_dev_get_saddr(net, out, dst, 0) (addrconf.c): every IPv6 address of the node (only the
  * egress interface's for a multicast destination or one of link-local scope or narrower),
