@@ -7,9 +7,9 @@ import type { NatEvent } from './outcome.js';
 import type { CtStateName } from './packet.js';
 
 /** A conntrack tuple (nf_conntrack_tuple.h): addresses, layer 4 protocol, ports, zone. For ICMP
- * queries the kernel keeps the id and the type; nftsim has no id field, so `sport` is 0 and
- * `dport` is the ICMP type. A port may be a range (`1024-65535`) where NAT let the kernel pick
- * one: any port of the range then matches. */
+ * queries the kernel keeps the id and the type; every echo nftsim models has one identifier
+ * (packet-bytes.ts), so `sport` is 0 and `dport` is the ICMP type. A port may be a range
+ * (`1024-65535`) where NAT let the kernel pick one: any port of the range then matches. */
 export interface CtTuple {
   readonly family: AddressFamily;
   readonly l4proto: number;

@@ -4,7 +4,7 @@
 // already (nf_nat_used_tuple), then moved on as nf_nat_l4proto_unique_tuple moves it.
 
 import type { Address } from './address.js';
-import { portBounds, type ConntrackTable, type CtTuple, type NatManip } from './conntrack-table.js';
+import { portBounds, tupleOf, type ConntrackTable, type CtTuple, type NatManip } from './conntrack-table.js';
 import { pickRangeAddress } from './pick-range-address.js';
 
 /** A NAT address or port: one value (`low === high`), or a range the kernel picks from. */
@@ -17,7 +17,7 @@ export interface NatValue {
 export interface NatRequest {
   readonly wants: NatManip;
   /** The packet as the NAT sees it (after the manipulations of earlier hooks). */
-  readonly pkt: { readonly src: Address; readonly dst: Address; readonly sport?: number | string; readonly dport?: number | string; readonly l4proto: number };
+  readonly pkt: { readonly src: Address; readonly dst: Address; readonly sport?: number | string; readonly dport?: number | string; readonly l4proto: number; readonly icmpType?: number };
   readonly zone: number;
   readonly addresses: NatValue;
   /** The port range given (NF_NAT_RANGE_PROTO_SPECIFIED); absent: none was. */
@@ -97,14 +97,19 @@ function isInRange(req: NatRequest, address: bigint, port: number | string | und
 }
 
 /** find_appropriate_src: the source an earlier connection from the same address and port was
- * mapped to, when it is in the range. */
+ * mapped to, when it is in the range. The port is the tuple's (same_src compares src.u.all): an
+ * ICMP query's is its identifier, one for every echo nftsim models (seed 1346823647, case 205:
+ * the packet's absent port never matched, and a second echo connection took a hashed address). */
 function appropriateSource(req: NatRequest, table: ConntrackTable): NatChoice | undefined {
   const { pkt } = req;
+  const own = tupleOf(pkt.src.family, pkt, req.zone);
+  if (!own) return undefined;
   const mapped = table.entries.find(
     ({ original: o, reply: r }) =>
-      o.family === pkt.src.family && o.src === pkt.src.n && o.sport === pkt.sport && o.l4proto === pkt.l4proto && o.zone === req.zone && isInRange(req, r.dst, r.dport),
+      o.family === own.family && o.src === own.src && o.sport === own.sport && o.l4proto === own.l4proto && o.zone === own.zone && isInRange(req, r.dst, r.dport),
   );
-  return mapped && { address: mapped.reply.dst, port: portOf(mapped.reply.dport) };
+  // An ICMP query keeps its identifier, which nftsim does not show: no port.
+  return mapped && { address: mapped.reply.dst, port: pkt.sport === undefined ? undefined : portOf(mapped.reply.dport) };
 }
 
 /** A port as a conntrack tuple keeps it: a number, or a range (`1024-65535`) the kernel picked

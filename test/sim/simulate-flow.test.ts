@@ -164,6 +164,19 @@ describe('NAT mappings across the packets of a flow', () => {
     expect(second!.nat.map((n) => [n.type, n.to, n.conntrack])).toEqual([['snat', first!.packet.src, undefined]]);
   });
 
+  // same_src compares the tuple's source part, an echo's identifier for ICMP: two echo requests
+  // of one identifier to two destinations share the mapping (seed 1346823647, case 205, where
+  // nftsim compared the absent port and the second took its own hash's address).
+  it('maps a second ICMP echo connection from the same source to the first one\'s SNAT address', () => {
+    const text = 'table ip nat {\n  chain post { type nat hook postrouting priority srcnat; policy accept; snat to 10.244.0.50-10.244.0.59 }\n}';
+    const echo = { iif: 'eth0', src: '192.0.2.99', protocol: 'icmp', icmpType: 'echo-request' } as const;
+    const [first, second] = only(text, [{ ...echo, dst: '10.244.1.5' }, { ...echo, dst: '10.244.1.6' }]);
+    const ownPick = pickRangeAddress({ src: parseAddress('192.0.2.99')!, dst: parseAddress('10.244.1.6')!, zone: 0 }, 'src', parseAddress('10.244.0.50')!.n, parseAddress('10.244.0.59')!.n, false);
+    expect(formatAddress({ family: 'ip', n: ownPick })).not.toBe(first!.packet.src);
+    expect(second!.packet).toEqual({ ...first!.packet, dst: '10.244.1.6' });
+    expect(second!.nat.map((n) => [n.type, n.to])).toEqual([['snat', first!.packet.src]]);
+  });
+
   it('opens no connection for a dropped packet: the next one is new and meets the nat chains again', () => {
     const text = `${NAT}\ntable ip f { chain fwd { type filter hook forward priority 0; meta mark 0x1 drop } }`;
     const [dropped, again] = only(text, [{ ...SYN, mark: 1 }, SYN]);
