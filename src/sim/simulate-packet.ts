@@ -624,18 +624,28 @@ function send(ctx: SimContext, packet: Packet): Ending {
   const post = runHook(ctx, 'postrouting');
   if (post) return post;
   confirm(ctx);
-  if (ctx.oif === 'lo' && localInterfaceAt(ctx, ctx.pkt.dst)) return reenter(ctx);
+  if (ctx.oif === 'lo' && localInterfaceAt(ctx, ctx.pkt.dst)) return reenter(ctx, packet.ct);
   return { disposition: 'sent', verdict: 'accept' };
 }
 
 /** A local packet to a local address leaves through lo and comes back in (loopback_xmit →
  * netif_rx): ingress, prerouting with iif lo, input, delivered. It keeps its conntrack entry,
  * confirmed at postrouting, with the ct state it had (a new connection still reads `new`) and
- * both NAT manipulations set up, so no nat chain runs again (nf_nat_inet_fn). */
-function reenter(ctx: SimContext): Ending {
+ * both NAT manipulations set up, so no nat chain runs again (nf_nat_inet_fn). A packet conntrack
+ * found invalid at output has no entry to keep (nf_conntrack_in: `skb->_nfct = 0`): prerouting
+ * looks it up afresh, as what it was before conntrack (`before`, its input's ct), in the zone
+ * prerouting gives it, not output's template (seed 1318616541: an ACK invalid in output's zone
+ * opens a connection in zone 0, and prerouting's nat chain runs for it). */
+function reenter(ctx: SimContext, before: Packet['ct']): Ending {
   ctx.iif = 'lo';
   ctx.oif = undefined;
-  ctx.conn.carried = ctx.ctAttached;
+  const entryless = ctx.ctAttached && ctx.ct.state === 'invalid' && !ctx.conn.explicit;
+  if (entryless) {
+    ctx.ct.state = before.state;
+    ctx.ct.zone = before.zone;
+    ctx.zoneTemplate = false;
+  }
+  ctx.conn.carried = ctx.ctAttached && !entryless;
   return receive(ctx, undefined);
 }
 

@@ -99,6 +99,32 @@ describe('a local packet to a local address comes back in through lo', () => {
     ]);
   });
 
+  // An ACK conntrack finds invalid at output (its connection, in output's zone 1, saw no reply:
+  // the SYN-ACK was in zone 0) leaves it without an entry (nf_conntrack_in: skb->_nfct = 0), so
+  // prerouting looks it up afresh in zone 0 and opens a connection there (kernel-checked,
+  // test/kernel/differential.test.ts "to a local address").
+  it('looks a packet found invalid at output up afresh when it comes back in', () => {
+    const text = `table ip t {
+      chain zone { type filter hook output priority -300; policy accept; ip daddr 192.0.2.10 ct zone set 1 }
+      chain out { type filter hook output priority 0; policy accept; ct state invalid counter }
+      chain pre { type nat hook prerouting priority -100; policy accept; }
+      chain in { type filter hook input priority 0; policy accept; ct state new counter }
+    }`;
+    const syn = { src: '100.64.1.1', dst: '192.0.2.10', dport: 80, sport: 40001 };
+    const { outcomes } = simulateFlow(parse(text), { host: HOST, packets: [syn, { reply: true }, { ...syn, tcpFlags: 'ack' }] });
+    const ack = outcomes[0]!.packets[2]!;
+    expect(ack).toMatchObject({ disposition: 'delivered', iif: 'lo' });
+    expect(ack.trace.map((e) => `${e.hook} ${e.chain} ${e.kind}`)).toEqual([
+      'output zone rule',
+      'output zone policy',
+      'output out rule',
+      'output out policy',
+      'prerouting pre policy',
+      'input in rule',
+      'input in policy',
+    ]);
+  });
+
   it('still sends a local packet to another host out of its interface', () => {
     expect(simulateOne('table ip t { chain o { type filter hook output priority 0; } }', { dst: '192.0.2.99' })).toMatchObject({ disposition: 'sent', oif: 'eth0' });
   });
