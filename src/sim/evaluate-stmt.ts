@@ -202,9 +202,11 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       if (source === undefined) return isXtTarget(ctx) ? undefined : NO_MATCH;
       if (stmt.key === 'zone') {
         // nft_ct.c nft_ct_set_zone_eval: only a packet conntrack has not seen yet gets the zone
-        // (a template entry); once it has an entry, nothing changes. An untracked packet has
-        // none (nf_ct_get), so the template replaces what notrack did (kernel-checked).
-        if (!ctx.ctAttached) {
+        // (a template entry); once it has an entry, or a template, nothing changes: the first
+        // zone stays. An untracked packet has none (nf_ct_get), so the template replaces what
+        // notrack did; iptables' CT --zone (xt_CT.c xt_ct_target) leaves a packet with anything
+        // attached (`skb->_nfct != 0`), untracked too (kernel-checked).
+        if (!ctx.ctAttached && !ctx.zoneTemplate && !(ctx.ct.state === 'untracked' && isXtTarget(ctx))) {
           ctx.ct.zone = integerOf(source, 'ct zone set') & 0xffff;
           ctx.zoneTemplate = true;
           if (ctx.untrackedFrom !== undefined) ctx.ct.state = ctx.untrackedFrom;

@@ -128,9 +128,16 @@ const CASES: readonly ExpressionCase[] = [
     packet: SYN,
     extra: '  chain raw {\n    type filter hook prerouting priority -300;\n    ct zone set 3\n  }\n  chain late {\n    type filter hook prerouting priority 0;\n    ct zone set 5\n  }\n',
   },
+  {
+    // nft_ct_set_zone_eval returns when the packet has a template already: the first one stays.
+    name: 'ct zone set twice before conntrack: the first zone stays',
+    rules: 'ct zone 3 accept',
+    packet: SYN,
+    extra: '  chain raw {\n    type filter hook prerouting priority -300;\n    ct zone set 3\n    ct zone set 5\n  }\n',
+  },
 ];
 
-const IPTABLES_CASES: readonly { name: string; dump: string; packet: KernelPacket }[] = [
+const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packet: KernelPacket }[] = [
   {
     name: 'xt conntrack --ctstate mixing NEW and DNAT',
     dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -p tcp -m conntrack --ctstate NEW,DNAT -j ACCEPT\nCOMMIT\n',
@@ -144,6 +151,20 @@ const IPTABLES_CASES: readonly { name: string; dump: string; packet: KernelPacke
   {
     name: 'xt policy --pol none',
     dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m policy --dir in --pol none -j ACCEPT\nCOMMIT\n',
+    packet: SYN,
+  },
+  // xt_ct_target does nothing to a packet with anything attached (`skb->_nfct != 0`): a template,
+  // or the untracked mark of an earlier notrack, which nft's `ct zone set` replaces.
+  {
+    name: 'xt CT --zone after CT --notrack: the packet stays untracked',
+    dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -j CT --notrack\n-A PREROUTING -j CT --zone 1\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m conntrack --ctstate UNTRACKED -j ACCEPT\nCOMMIT\n',
+    packet: SYN,
+  },
+  {
+    // iptables has no zone match: an nft chain reads the zone.
+    name: 'xt CT --zone twice: the first zone stays',
+    dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -j CT --zone 3\n-A PREROUTING -j CT --zone 5\nCOMMIT\n',
+    nft: 'table ip z {\n  chain c {\n    type filter hook forward priority 0; policy drop;\n    ct zone 3 accept\n  }\n}\n',
     packet: SYN,
   },
   {
@@ -171,7 +192,8 @@ describe.skipIf(skipReason !== undefined)('kernel checks: expressions and statem
   });
 
   it.each(IPTABLES_CASES)('$name', async (c) => {
-    const { problems, kernelWay } = await runCase([{ kind: 'iptables', text: c.dump, file: 'case.ipt' }], c.packet);
-    expect(problems, `${c.dump}\nkernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+    const nft = c.nft === undefined ? [] : [{ kind: 'nft', text: c.nft, file: 'case.nft' } as const];
+    const { problems, kernelWay } = await runCase([{ kind: 'iptables', text: c.dump, file: 'case.ipt' }, ...nft], c.packet);
+    expect(problems, `${c.dump}${c.nft ?? ''}\nkernel way:\n${kernelWay.join('\n')}`).toEqual([]);
   });
 });

@@ -82,6 +82,11 @@ describe('other statements', () => {
     expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
   });
 
+  it('ct zone set leaves a packet that has a zone template already: the first zone stays (nft_ct_set_zone_eval)', () => {
+    const text = `table inet t {\n\tchain raw {\n\t\ttype filter hook prerouting priority -300;\n\t\tct zone set 3\n\t\tct zone set 5\n\t}\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct zone 3 meta mark set 1\n\t}\n}\n`;
+    expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
+  });
+
   it('ct helper set assigns the helper of a new entry, and ct helper reads it', () => {
     const text = `table inet t {\n\tct helper h { type "ftp" protocol tcp; }\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct helper set "h" ct helper "ftp" meta mark set 1\n\t}\n}\n`;
     expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
@@ -110,6 +115,13 @@ describe('iptables xt extensions kept as xt matches', () => {
   ])('%s in raw PREROUTING → mark %s', (match, mark) => {
     const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING ${match} -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
     expect(simulateOne(dump, LOCAL).mark).toBe(mark);
+  });
+
+  // xt_ct_target leaves a packet with anything attached (`skb->_nfct != 0`), the untracked mark
+  // of an earlier notrack too, where nft's `ct zone set` replaces it.
+  it('CT --zone after CT --notrack in raw PREROUTING leaves the packet untracked', () => {
+    const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CT --notrack\n-A PREROUTING -j CT --zone 1\nCOMMIT\n*mangle\n:INPUT ACCEPT [0:0]\n-A INPUT -m conntrack --ctstate UNTRACKED -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    expect(simulateOne(dump, LOCAL).mark).toBe('0x00000001');
   });
 
   it('an ipset match says which ipset it could not read', () => {
