@@ -1,13 +1,14 @@
 // fast-check arbitraries for an iptables-save dump loaded with iptables-nft-restore beside the
-// generated nft tables (kernel-differential tests, issue 4): the mangle, nat and filter tables,
-// their built-in chains and one user chain each, with the matches and targets nftsim lowers (mark,
-// connmark, conntrack, addrtype, multiport, statistic, comment; MARK --set-xmark and friends,
-// CONNMARK save/restore with masks, REJECT, DNAT/SNAT with ranges, MASQUERADE, REDIRECT).
+// generated nft tables (kernel-differential tests, issue 4): the raw, mangle, nat and filter
+// tables, their built-in chains and one user chain each, with the matches and targets nftsim
+// lowers (mark, connmark, conntrack, addrtype, multiport, statistic, comment; MARK --set-xmark and
+// friends, CONNMARK save/restore with masks, REJECT, DNAT/SNAT with ranges, MASQUERADE, REDIRECT,
+// CT --notrack / --zone and NOTRACK, which raw runs before conntrack).
 import fc from 'fast-check';
 import type { Hook } from './arbitrary-nft-rule.js';
 import { ADDRESSES } from './generated-host.js';
 
-type IptTable = 'mangle' | 'nat' | 'filter';
+type IptTable = 'raw' | 'mangle' | 'nat' | 'filter';
 
 interface IptPart {
   readonly text: string;
@@ -38,6 +39,7 @@ export interface GenIptablesDump {
 
 /** iptables-nft's built-in chains (iptables/nft.c builtin_table): the hooks of each table. */
 const BUILTIN_HOOKS: Readonly<Record<IptTable, readonly Hook[]>> = {
+  raw: ['prerouting', 'output'],
   mangle: ['prerouting', 'input', 'forward', 'output', 'postrouting'],
   nat: ['prerouting', 'input', 'output', 'postrouting'],
   filter: ['input', 'forward', 'output'],
@@ -92,6 +94,7 @@ function plainTarget(table: IptTable): fc.Arbitrary<IptPart> {
 
 /** Targets of a table's built-in chains beyond the plain ones, by hook where it matters. */
 const TABLE_TARGETS: Readonly<Record<IptTable, readonly IptPart[]>> = {
+  raw: [{ text: '-j CT --notrack' }, { text: '-j NOTRACK' }, { text: '-j CT --zone 1' }],
   mangle: [],
   filter: [
     { text: '-j REJECT --reject-with icmp-port-unreachable' },
@@ -143,7 +146,7 @@ function chains(table: IptTable): fc.Arbitrary<IptChains> {
 }
 
 export const arbitraryIptablesDump: fc.Arbitrary<GenIptablesDump> = fc.record({
-  tables: fc.record({ mangle: chains('mangle'), nat: chains('nat'), filter: chains('filter') }, { requiredKeys: [] }),
+  tables: fc.record({ raw: chains('raw'), mangle: chains('mangle'), nat: chains('nat'), filter: chains('filter') }, { requiredKeys: [] }),
   first: fc.boolean(),
 });
 
@@ -160,7 +163,7 @@ function renderRule(chain: string, r: IptRule, hook: Hook | undefined): string |
 /** iptables-save text; nat user chains hold no NAT (their hooks are their callers'). */
 export function renderIptablesDump(dump: GenIptablesDump): string {
   const lines: string[] = [];
-  for (const table of ['mangle', 'nat', 'filter'] as const) {
+  for (const table of ['raw', 'mangle', 'nat', 'filter'] as const) {
     const chainsOf = dump.tables[table];
     if (!chainsOf) continue;
     lines.push(`*${table}`);
