@@ -12,7 +12,7 @@ import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
-import { hasConntrackEntry, localInterfaceAt, NotModelled, stateBeforeConntrack, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
  * the parts of a concatenation. `undefined` is the kernel's NFT_BREAK: the expression has no
@@ -269,7 +269,10 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
     if (!ctx.ctAttached) return CT_STATE_VALUES[stateBeforeConntrack(ctx)];
     return CT_STATE_VALUES[ct.state];
   }
-  if (!tracked) return undefined;
+  if (!tracked) {
+    const value = templateKey(ctx, expr.key);
+    return value === undefined ? undefined : BigInt(value);
+  }
   const original = ct.original;
   switch (expr.key) {
     case 'mark':

@@ -14,7 +14,7 @@ import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
-import { currentRule, hasConntrackEntry, NotModelled, locOf, stateBeforeConntrack, type SimContext } from './sim-context.js';
+import { currentRule, hasConntrackEntry, hasZoneTemplate, NotModelled, locOf, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
 import { uniqueTuple, type NatValue } from './unique-tuple.js';
 import { NAT_MANIP } from './pipeline.js';
@@ -213,7 +213,9 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
         }
         return undefined;
       }
-      // Without a conntrack entry there is nothing to set (nft_ct.c nft_ct_set_eval).
+      // Without a conntrack entry there is nothing to set (nft_ct.c nft_ct_set_eval), nor in a
+      // zone template; iptables' CONNMARK writes a template's mark (xt_connmark.c).
+      if (isXtTarget(ctx) && hasZoneTemplate(ctx)) throw new NotModelled(TEMPLATE_MARK_WRITE);
       if (!ctx.ctAttached || ctx.ct.state === 'invalid' || ctx.ct.state === 'untracked') return undefined;
       if (stmt.key === 'mark') ctx.ct.mark = integerOf(source, 'ct mark set');
       else if (typeof source === 'bigint') ctx.ct.labels = (ctx.ct.labels ?? 0n) | source; // nf_connlabels_replace with the bit's mask
@@ -398,13 +400,21 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
       return value?.type === 'number' ? value.n : 0xffffffff;
     };
     const [nfmask, ctmask] = [mask('nfmask'), mask('ctmask')];
-    if (!ctx.ctAttached || ctx.ct.state === 'invalid' || ctx.ct.state === 'untracked') return undefined;
-    if (option('save-mark')) ctx.ct.mark = ((ctx.ct.mark & ~ctmask) ^ (ctx.pkt.mark & nfmask)) >>> 0;
-    else ctx.pkt.mark = ((ctx.pkt.mark & ~nfmask) ^ (ctx.ct.mark & ctmask)) >>> 0;
+    const ctMark = hasConntrackEntry(ctx) ? ctx.ct.mark : templateKey(ctx, 'mark');
+    if (ctMark === undefined) return undefined;
+    if (option('save-mark')) {
+      if (!hasConntrackEntry(ctx)) throw new NotModelled(TEMPLATE_MARK_WRITE);
+      ctx.ct.mark = ((ctMark & ~ctmask) ^ (ctx.pkt.mark & nfmask)) >>> 0;
+    } else ctx.pkt.mark = ((ctx.pkt.mark & ~nfmask) ^ (ctMark & ctmask)) >>> 0;
     return undefined;
   }
   throw new NotModelled(XT_NOT_MODELLED[stmt.name] ?? `iptables target ${stmt.name}`);
 }
+
+/** A template is shared: xt_CT's by every packet of its rule, nft's per CPU, and conntrack does
+ * not copy its mark into the entry it makes (init_conntrack), so what CONNMARK writes there is
+ * read by later packets, on whichever CPU. */
+const TEMPLATE_MARK_WRITE = 'CONNMARK writing the mark of a conntrack zone template (the kernel keeps it in the shared template for later packets)';
 
 /** Why an xt extension is not modelled: the state or host facts it depends on. */
 const XT_NOT_MODELLED: Readonly<Record<string, string>> = {

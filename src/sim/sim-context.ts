@@ -158,9 +158,42 @@ export function stateBeforeConntrack(ctx: SimContext): CtStateName {
 }
 
 /** The packet has a conntrack entry: conntrack has looked at it and found or made one (not
- * invalid, not untracked). The ct keys other than `state` break without one (nft_ct.c). */
+ * invalid, not untracked). The ct keys other than `state` break without one (nft_ct.c), unless
+ * the packet has a zone template (templateKey). */
 export function hasConntrackEntry(ctx: SimContext): boolean {
   return ctx.ctAttached && ctx.ct.state !== 'invalid' && ctx.ct.state !== 'untracked';
+}
+
+/** A zone template's status: nf_ct_tmpl_alloc sets IPS_TEMPLATE, and nft_ct_tmpl_alloc_pcpu and
+ * xt_ct_tg_check IPS_CONFIRMED. */
+const TEMPLATE_STATUS = 0x800 | 0x08;
+
+/** Before conntrack, the zone template `ct zone set` or iptables' `CT --zone` attached is what
+ * nf_ct_get returns. nft's ct expression breaks on it (nft_ct_get_eval: `!ct ||
+ * nf_ct_is_template(ct)`), but the xt extensions read it (xt_connmark.c, xt_conntrack.c): mark
+ * 0, status template and confirmed, direction original, its zone, no labels (kernel-checked:
+ * CONNMARK --restore-mark after CT --zone clears the mark, seed 307896318). What an iptables
+ * rule reads of the template; undefined without one or for an nft rule; NotModelled for another
+ * key (a template's tuple, counters and timeout). */
+export function templateKey(ctx: SimContext, key: string): number | undefined {
+  if (!hasZoneTemplate(ctx) || currentRule(ctx)?.origin?.format !== 'iptables') return undefined;
+  switch (key) {
+    case 'mark':
+    case 'direction':
+    case 'label':
+      return 0;
+    case 'status':
+      return TEMPLATE_STATUS;
+    case 'zone':
+      return ctx.ct.zone;
+    default:
+      throw new NotModelled(`ct ${key} of a conntrack zone template (before conntrack, after a zone was set)`);
+  }
+}
+
+/** Whether the packet has a zone template: before conntrack, after a zone was set. */
+export function hasZoneTemplate(ctx: SimContext): boolean {
+  return !ctx.ctAttached && ctx.zoneTemplate;
 }
 
 /** The rule being evaluated, read from its chain only when needed: a compiled rule's run does

@@ -3,8 +3,8 @@
 // (generated-host.ts).
 //
 // Features: ip, ip6 and inet tables (inet rules about either family), each its own file loaded in
-// order, and an iptables-save dump loaded with iptables-nft-restore before or after them
-// (arbitrary-iptables-dump.ts); filter base chains at every hook with priorities from a small set
+// order, and an iptables-save or ip6tables-save dump loaded with ip(6)tables-nft-restore before
+// or after them (arbitrary-iptables-dump.ts); filter base chains at every hook with priorities from a small set
 // (equal priorities across tables happen often, and raw-priority chains run before conntrack
 // attaches), in inet tables at the ingress of either interface too; route chains at output,
 // which re-route by the mark the generated host's routing rule reads; nat base chains at prerouting, input, output and postrouting, at srcnat/dstnat and
@@ -186,7 +186,8 @@ function renderTable(table: GenTable, index: number): string {
 export function renderCase(testCase: GeneratedCase): { rulesets: (KernelRuleset & { file: string })[]; packet: KernelPacket; flow?: readonly KernelFlowPacket[] } {
   const tables: (KernelRuleset & { file: string })[] = testCase.tables.map((table, i) => ({ kind: 'nft', text: renderTable(table, i), file: `t${i}.nft` }));
   const dump = testCase.iptables && Object.keys(testCase.iptables.tables).length > 0 ? testCase.iptables : undefined;
-  const rulesets = dump ? (dump.first ? [{ kind: 'iptables' as const, text: renderIptablesDump(dump), file: 'ipt.save' }, ...tables] : [...tables, { kind: 'iptables' as const, text: renderIptablesDump(dump), file: 'ipt.save' }]) : tables;
+  const saved = dump && { kind: dump.family === 'ip' ? ('iptables' as const) : ('ip6tables' as const), text: renderIptablesDump(dump), file: 'ipt.save' };
+  const rulesets = saved ? (dump.first ? [saved, ...tables] : [...tables, saved]) : tables;
   const flow = testCase.flow && flowOf(testCase.packet, testCase.flow);
   return { rulesets, packet: testCase.packet, ...(flow && { flow }) };
 }

@@ -129,6 +129,14 @@ const CASES: readonly ExpressionCase[] = [
     extra: '  chain raw {\n    type filter hook prerouting priority -300;\n    ct zone set 3\n  }\n  chain late {\n    type filter hook prerouting priority 0;\n    ct zone set 5\n  }\n',
   },
   {
+    // Before conntrack, nf_ct_get returns the zone template, on which nft's ct keys other than
+    // state break (nft_ct_get_eval), where the xt extensions read it (below).
+    name: 'a zone template before conntrack: the nft ct keys break on it',
+    rules: 'meta mark 0x7 accept',
+    packet: SYN,
+    extra: '  chain raw {\n    type filter hook prerouting priority -300;\n    ct zone set 3\n    meta mark set 0x7\n    meta mark set ct mark\n    ct direction original ct status confirmed ct mark 0 ct zone 3 meta mark set 0x5\n  }\n',
+  },
+  {
     // nft_ct_set_zone_eval returns when the packet has a template already: the first one stays.
     name: 'ct zone set twice before conntrack: the first zone stays',
     rules: 'ct zone 3 accept',
@@ -158,6 +166,12 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
   {
     name: 'xt CT --zone after CT --notrack: the packet stays untracked',
     dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -j CT --notrack\n-A PREROUTING -j CT --zone 1\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m conntrack --ctstate UNTRACKED -j ACCEPT\nCOMMIT\n',
+    packet: SYN,
+  },
+  {
+    // xt_connmark reads the template CT --zone attached (seed 307896318: nftsim left the mark).
+    name: 'xt CONNMARK --restore-mark and connmark after CT --zone read the template',
+    dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -j MARK --set-xmark 0x7/0xffffffff\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -m connmark --mark 0x0 -j CONNMARK --restore-mark\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m mark --mark 0x0 -j ACCEPT\nCOMMIT\n',
     packet: SYN,
   },
   {

@@ -124,6 +124,26 @@ describe('iptables xt extensions kept as xt matches', () => {
     expect(simulateOne(dump, LOCAL).mark).toBe('0x00000001');
   });
 
+  // Before conntrack the xt extensions read the zone template CT --zone attached (mark 0), where
+  // nft's ct expression breaks on it (nft_ct_get_eval); CONNMARK writing the shared template is
+  // not modelled.
+  it('CONNMARK --restore-mark and -m connmark after CT --zone read the template: mark 0', () => {
+    const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j MARK --set-xmark 0x7/0xffffffff\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -m connmark --mark 0x0 -j CONNMARK --restore-mark\nCOMMIT\n`;
+    const o = simulateOne(dump, LOCAL);
+    expect(o.trace.filter((e) => e.kind === 'rule').map((e) => e.at.line)).toEqual([3, 4, 5]);
+    expect(o.mark).toBe('0x00000000');
+  });
+
+  it('meta mark set ct mark after ct zone set breaks: nft reads no template', () => {
+    const text = `table ip t {\n\tchain raw {\n\t\ttype filter hook prerouting priority -300;\n\t\tct zone set 1 meta mark set 0x7\n\t\tmeta mark set ct mark\n\t}\n}\n`;
+    expect(simulateOne(text, LOCAL).mark).toBe('0x00000007');
+  });
+
+  it('CONNMARK --save-mark after CT --zone is not modelled (the template is shared)', () => {
+    const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -j CONNMARK --save-mark\nCOMMIT\n`;
+    expect(simulateOne(dump, LOCAL).trace.find((e) => e.kind === 'unsupported')?.reason).toContain('zone template');
+  });
+
   it('an ipset match says which ipset it could not read', () => {
     const dump = `*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m set --match-set KUBE-X src -j DROP\nCOMMIT\n`;
     expect(simulateOne(dump, LOCAL).trace.find((e) => e.kind === 'unsupported')?.reason).toContain("ipset 'KUBE-X'");
