@@ -85,6 +85,7 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   // IPS_SRC_NAT_DONE, IPS_DST_NAT_DONE: set as each NAT hook is passed (nf_nat_setup_info).
   fc.constantFrom('0x80', '0x100', '0x180').map((b) => ({ text: `ct status & ${b} == ${b}` })),
   fc.constant({ text: 'ct zone 1' }),
+  fc.constantFrom('original', 'reply').map((d) => ({ text: `ct direction ${d}` })),
   fc.constantFrom('eth0', 'eth1').map((i) => ({ text: `iifname "${i}"` })),
   fc.constantFrom('eth0', 'eth1').map((i) => ({ text: `oifname "${i}"` })),
   fc.constant({ text: 'iifname != "eth0"' }),
@@ -114,6 +115,10 @@ function addressMatch(af: AddressFamily): fc.Arbitrary<Part> {
     fc.constant({ text: `${af} saddr != @${setName('s', af)}` }),
     fc.constant({ text: `${af} saddr @${setName('d', af)}` }),
     fc.constant({ text: `${af} daddr . th dport @${setName('c', af)}` }),
+    // The conntrack tuples: the original as the first packet came, the reply as NAT made it.
+    fc.constantFrom(a.client[0], a.server[1], a.natMember[0]).map((x) => ({ text: `ct original ${af} daddr ${x}` })),
+    fc.constantFrom(a.client[0], a.server[2], a.natMember[0]).map((x) => ({ text: `ct reply ${af} saddr ${x}` })),
+    fc.constantFrom(a.client[0], a.snat[1], a.natMember[1]).map((x) => ({ text: `ct reply ${af} daddr ${x}` })),
     // The rule's own family: nft refuses `ip daddr … meta nfproto ipv6` as conflicting.
     fc.constant({ text: `meta nfproto ${af === 'ip' ? 'ipv4' : 'ipv6'}`, inetOnly: true }),
   );

@@ -11,7 +11,7 @@
 // a neighbouring priority; regular chains reached by jump and goto (only towards later chains: no
 // loops, which nft refuses); return; accept, drop, reject (plain, tcp reset, icmp, icmpx) and
 // the policies; the matches, statements, NAT statements and verdict maps of arbitrary-nft-rule.ts
-// (marks and ct marks with every update form, ct state / status / zone, notrack, addresses,
+// (marks and ct marks with every update form, ct state / status / zone / direction, the addresses of the original and reply tuples, notrack, addresses,
 // prefixes, ranges, anonymous and named interval sets, concatenations, named and anonymous verdict
 // maps, maps, dynamic sets, fib, meta keys, numgen and meta random, tcp flags, icmp types, dnat /
 // snat with address and port ranges and maps, redirect, masquerade with its flags). Packets:
