@@ -603,6 +603,19 @@ class RuleLowering {
       const nat = states.value.names.filter((n) => n === 'SNAT' || n === 'DNAT');
       if (nat.length > 0 && nat.length < states.value.names.length) return false;
     }
+    // A packet without an entry (INVALID, UNTRACKED) gets the state test's answer alone
+    // (conntrack_mt: `if (ct == NULL) return info->match_flags & XT_CONNTRACK_STATE`), where
+    // nft's ct keys would break: a state test only such packets pass is the whole match, and one
+    // that both they and others pass is an OR no nft rule expresses (kernel-checked).
+    const stateTest = options.find((o) => o.name === 'ctstate' || o.name === 'state');
+    if (stateTest?.value.type === 'names' && options.length > 1) {
+      const entryless = stateTest.value.names.filter((n) => n === 'INVALID' || n === 'UNTRACKED').length;
+      const passesEntryless = stateTest.negated ? entryless < 2 : entryless > 0;
+      if (passesEntryless) {
+        if (stateTest.negated || entryless < stateTest.value.names.length) return false;
+        options.splice(0, options.length, stateTest);
+      }
+    }
     for (const o of options) {
       const op = o.negated ? '!=' : 'implicit';
       const v = o.value;

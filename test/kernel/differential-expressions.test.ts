@@ -156,6 +156,18 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
     dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -p tcp -m conntrack --ctstate ESTABLISHED,SNAT -j ACCEPT\nCOMMIT\n',
     packet: SYN,
   },
+  ...(['ORIGINAL', 'REPLY'] as const).map((dir) => ({
+    name: `xt conntrack --ctdir ${dir} of a new packet`,
+    dump: `*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m conntrack --ctdir ${dir} -j ACCEPT\nCOMMIT\n`,
+    packet: SYN,
+  })),
+  {
+    // xt_conntrack without an entry answers its state test alone (`return info->match_flags &
+    // XT_CONNTRACK_STATE`): the status test after it is not made.
+    name: 'xt conntrack --ctstate INVALID --ctstatus CONFIRMED of an invalid packet',
+    dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m conntrack --ctstate INVALID --ctstatus CONFIRMED -j ACCEPT\nCOMMIT\n',
+    packet: { ...SYN, tcpFlags: 'syn,ack' },
+  },
   {
     name: 'xt policy --pol none',
     dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m policy --dir in --pol none -j ACCEPT\nCOMMIT\n',

@@ -208,6 +208,10 @@ describe('matches and targets', () => {
     // whole-value `!=` nft compiles for `ct state != new,related`.
     ['-m conntrack ! --ctstate NEW,RELATED', 'ct state ! new,related'],
     ['-m conntrack ! --ctstatus CONFIRMED,ASSURED', 'ct status ! assured,confirmed'],
+    ['-m conntrack --ctstate NEW --ctstatus CONFIRMED', 'ct state new ct status confirmed'],
+    // conntrack_mt answers a packet without an entry by its state test alone: INVALID passes only
+    // such packets, so the status test never counts (kernel-checked).
+    ['-m conntrack --ctstate INVALID --ctstatus CONFIRMED', 'ct state invalid'],
     ['-m state --state NEW', 'ct state new'],
     ['-m mark --mark 0x4000/0x4000', 'meta mark & 0x00004000 == 0x00004000'],
     ['-m mark ! --mark 0x1', 'meta mark != 0x00000001'],
@@ -266,6 +270,9 @@ describe('matches and targets', () => {
     ['-m recent --rcheck --seconds 60 --name foo', 'recent', false],
     ['-m socket --transparent', 'socket', false],
     ['-m conntrack --ctstate RELATED,DNAT', 'conntrack', false],
+    // Passed by packets with and without an entry, the rest tested only for the former: an OR.
+    ['-m conntrack --ctstate NEW,INVALID --ctdir ORIGINAL', 'conntrack', false],
+    ['-m conntrack ! --ctstate NEW --ctdir ORIGINAL', 'conntrack', false],
     // xt_ah/xt_esp: an inverted full SPI range never matches, and `--ahlen` has no nft form.
     ['-m esp ! --espspi 0:4294967295', 'esp', true],
     ['-m ah ! --ahlen 120', 'ah', true],
