@@ -1,9 +1,10 @@
-// fast-check arbitraries for an iptables-save dump loaded with iptables-nft-restore beside the
-// generated nft tables (kernel-differential tests, issue 4), IPv4 (iptables-nft-restore) or IPv6
-// (ip6tables-nft-restore): the raw, mangle, nat and filter tables, their built-in chains and one user chain each, with the matches and targets nftsim
-// lowers (mark, connmark, conntrack, addrtype, multiport, statistic, comment; MARK --set-xmark and
-// friends, CONNMARK save/restore with masks, REJECT, DNAT/SNAT with ranges, MASQUERADE, REDIRECT,
-// CT --notrack / --zone and NOTRACK, which raw runs before conntrack).
+// fast-check arbitraries for an iptables-save dump loaded beside the generated nft tables
+// (kernel-differential tests, issue 4), IPv4 (iptables-nft-restore) or IPv6
+// (ip6tables-nft-restore): the raw, mangle, nat and filter tables, their built-in chains and one
+// user chain each, with the matches and targets nftsim lowers (mark, connmark, conntrack,
+// addrtype, multiport, statistic, comment, iprange, pkttype, length, ttl / hl, dscp, owner; MARK
+// --set-xmark and friends, CONNMARK save/restore with masks, REJECT, DNAT/SNAT with ranges,
+// MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK, which raw runs before conntrack).
 import fc from 'fast-check';
 import type { Hook } from './arbitrary-nft-rule.js';
 import { ADDRESSES, withPort, type AddressFamily } from './generated-host.js';
@@ -71,6 +72,13 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     fc.constantFrom('--dst-type LOCAL', '--src-type LOCAL', '! --dst-type LOCAL').map((t) => ({ text: `-m addrtype ${t}` })),
     fc.constant({ text: '-m statistic --mode random --probability 0.50000000000' }),
     fc.constant({ text: '-m comment --comment "generated rule"' }),
+    fc.constant({ text: `-m iprange --dst-range ${a.range}` }),
+    fc.constantFrom('unicast', 'broadcast', 'multicast').map((t) => ({ text: `-m pkttype --pkt-type ${t}` })),
+    fc.constantFrom('0:60', '61:65535').map((r) => ({ text: `-m length --length ${r}` })),
+    // The forward path decrements the TTL before the forward hook (ip_forward, ip6_forward).
+    fc.constantFrom('64', '63').map((n) => ({ text: af === 'ip' ? `-m ttl --ttl-eq ${n}` : `-m hl --hl-eq ${n}` })),
+    fc.constant({ text: '-m dscp --dscp 0x00' }),
+    fc.constantFrom('0', '1000').map((u) => ({ text: `-m owner --uid-owner ${u}`, hooks: ['output', 'postrouting'] as const })),
   );
 }
 
