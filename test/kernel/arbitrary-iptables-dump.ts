@@ -3,8 +3,9 @@
 // (ip6tables-nft-restore): the raw, mangle, nat and filter tables, their built-in chains and one
 // user chain each, with the matches and targets nftsim lowers (mark, connmark, conntrack,
 // addrtype, multiport, statistic, comment, iprange, pkttype, length, ttl / hl, dscp, owner; MARK
-// --set-xmark and friends, CONNMARK save/restore with masks, REJECT, DNAT/SNAT with ranges,
-// MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK, which raw runs before conntrack).
+// --set-xmark and friends, CONNMARK save/restore with masks, LOG, DSCP, CLASSIFY, REJECT,
+// DNAT/SNAT with ranges, MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK, which raw runs
+// before conntrack).
 import fc from 'fast-check';
 import type { Hook } from './arbitrary-nft-rule.js';
 import { ADDRESSES, withPort, type AddressFamily } from './generated-host.js';
@@ -77,7 +78,7 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     fc.constantFrom('0:60', '61:65535').map((r) => ({ text: `-m length --length ${r}` })),
     // The forward path decrements the TTL before the forward hook (ip_forward, ip6_forward).
     fc.constantFrom('64', '63').map((n) => ({ text: af === 'ip' ? `-m ttl --ttl-eq ${n}` : `-m hl --hl-eq ${n}` })),
-    fc.constant({ text: '-m dscp --dscp 0x00' }),
+    fc.constantFrom('0x00', '0x08').map((d) => ({ text: `-m dscp --dscp ${d}` })),
     fc.constantFrom('0', '1000').map((u) => ({ text: `-m owner --uid-owner ${u}`, hooks: ['output', 'postrouting'] as const })),
   );
 }
@@ -110,7 +111,7 @@ const markTarget = fc.constantFrom(
  * conntrack, CONNMARK would write the mark of a zone template, which the kernel shares between
  * packets (docs/simulator-limits.md): there it only restores. */
 function plainTarget(table: IptTable): fc.Arbitrary<IptPart> {
-  const verdicts = table === 'nat' ? ['-j ACCEPT', '-j RETURN'] : ['-j ACCEPT', '-j DROP', '-j RETURN'];
+  const verdicts = table === 'nat' ? ['-j ACCEPT', '-j RETURN', '-j LOG --log-prefix "gen "'] : ['-j ACCEPT', '-j DROP', '-j RETURN', '-j LOG --log-prefix "gen "'];
   const marks = table === 'raw' ? markTarget.filter((text) => !text.startsWith('-j CONNMARK') || text.includes('--restore-mark')) : markTarget;
   return fc.oneof({ weight: 3, arbitrary: fc.constantFrom(...verdicts).map((text) => ({ text })) }, { weight: 4, arbitrary: marks.map((text) => ({ text })) });
 }
@@ -123,7 +124,7 @@ function tableTargets(af: AddressFamily, table: IptTable): readonly IptPart[] {
     case 'raw':
       return [{ text: '-j CT --notrack' }, { text: '-j NOTRACK' }, { text: '-j CT --zone 1' }];
     case 'mangle':
-      return [];
+      return [{ text: '-j DSCP --set-dscp 0x08' }, { text: '-j CLASSIFY --set-class 0001:0002', hooks: ['forward', 'output', 'postrouting'] }];
     case 'filter':
       return [...unreachable.map((type) => ({ text: `-j REJECT --reject-with ${type}` })), { text: '-j REJECT --reject-with tcp-reset', needs: 'tcp' }];
     case 'nat':
