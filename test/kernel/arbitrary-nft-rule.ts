@@ -119,6 +119,9 @@ function addressMatch(af: AddressFamily): fc.Arbitrary<Part> {
     fc.constantFrom(a.client[0], a.server[1], a.natMember[0]).map((x) => ({ text: `ct original ${af} daddr ${x}` })),
     fc.constantFrom(a.client[0], a.server[2], a.natMember[0]).map((x) => ({ text: `ct reply ${af} saddr ${x}` })),
     fc.constantFrom(a.client[0], a.snat[1], a.natMember[1]).map((x) => ({ text: `ct reply ${af} daddr ${x}` })),
+    // The forward path decrements the TTL before the forward hook (ip_forward, ip6_forward).
+    fc.constantFrom('64', '63').map((n) => ({ text: af === 'ip' ? `ip ttl ${n}` : `ip6 hoplimit ${n}` })),
+    fc.constantFrom('cs0', 'cs1').map((d) => ({ text: `${af} dscp ${d}` })),
     // The rule's own family: nft refuses `ip daddr … meta nfproto ipv6` as conflicting.
     fc.constant({ text: `meta nfproto ${af === 'ip' ? 'ipv4' : 'ipv6'}`, inetOnly: true }),
   );
@@ -159,6 +162,8 @@ function statement(af: AddressFamily): fc.Arbitrary<Part> {
     { weight: 1, arbitrary: fc.constant({ text: `meta mark set ${af} daddr map { ${a.server[1]} : 0x20, ${a.client[1]} : 0x4000 }` }) },
     { weight: 1, arbitrary: fc.constantFrom(`add @${setName('d', af)} { ${af} saddr }`, `update @${setName('d', af)} { ${af} daddr }`).map((text) => ({ text })) },
     { weight: 1, arbitrary: fc.constant({ text: 'notrack', hooks: TEMPLATE_HOOKS }) },
+    { weight: 1, arbitrary: fc.constant({ text: `${af} dscp set cs1` }) },
+    { weight: 1, arbitrary: fc.constant({ text: af === 'ip' ? 'ip ttl set 1' : 'ip6 hoplimit set 1' }) },
     { weight: 1, arbitrary: fc.constant({ text: 'ct zone set 1', hooks: TEMPLATE_HOOKS, beforeConntrack: true }) },
   );
 }

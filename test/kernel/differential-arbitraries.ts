@@ -12,10 +12,11 @@
 // loops, which nft refuses); return; accept, drop, reject (plain, tcp reset, icmp, icmpx) and
 // the policies; the matches, statements, NAT statements and verdict maps of arbitrary-nft-rule.ts
 // (marks and ct marks with every update form, ct state / status / zone / direction, the
-// addresses of the original and reply tuples, notrack, addresses, prefixes, ranges, anonymous and
-// named interval sets, concatenations, named and anonymous verdict maps, maps, dynamic sets, fib,
-// meta keys, numgen and meta random, tcp flags, icmp types, dnat / snat with address and port
-// ranges and maps, redirect, masquerade with its flags). Packets:
+// addresses of the original and reply tuples, notrack, addresses, prefixes, ranges, TTL / hop
+// limit and DSCP tests and sets, anonymous and named interval sets, concatenations, named and
+// anonymous verdict maps, maps, dynamic sets, fib, meta keys, numgen and meta random, tcp flags,
+// icmp types, dnat / snat with address and port ranges and maps, redirect, masquerade with its
+// flags). Packets:
 // IPv4 and IPv6, TCP with several flag sets, UDP and ICMP echo, from either side or locally
 // generated; two in three TCP SYNs, UDP and ICMP echo packets open a flow: the reply, then the
 // client's next packet, which meets the conntrack entry the first packet made, or the client's
