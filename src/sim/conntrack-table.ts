@@ -7,9 +7,11 @@ import type { NatEvent } from './outcome.js';
 import type { CtStateName } from './packet.js';
 
 /** A conntrack tuple (nf_conntrack_tuple.h): addresses, layer 4 protocol, ports, zone. For ICMP
- * queries the kernel keeps the id and the type; every echo nftsim models has one identifier
- * (packet-bytes.ts), so `sport` is 0 and `dport` is the ICMP type. A port may be a range
- * (`1024-65535`) where NAT let the kernel pick one: any port of the range then matches. */
+ * queries the kernel keeps the id and the type; here `sport` is 0 for the id and `dport` is the
+ * type. The echo requests nftsim builds all carry one identifier (packet-bytes.ts), so two of them
+ * compare as in the kernel; an echo and another kind of query, or a query after `icmp id set`, do
+ * not (docs/simulator-limits.md). A port may be a range (`1024-65535`) where NAT let the kernel
+ * pick one: any port of the range then matches. */
 export interface CtTuple {
   readonly family: AddressFamily;
   readonly l4proto: number;
@@ -22,7 +24,7 @@ export interface CtTuple {
 
 /** ct status bits nftsim maintains (include/uapi/linux/netfilter/nf_conntrack_common.h IPS_*).
  * ASSURED is not modelled (TCP state tracking). */
-export const IPS = { seenReply: 0x02, confirmed: 0x08, srcNat: 0x10, dstNat: 0x20, srcNatDone: 0x80, dstNatDone: 0x100 } as const;
+export const IPS = { seenReply: 0x02, confirmed: 0x08, srcNat: 0x10, dstNat: 0x20, srcNatDone: 0x80, dstNatDone: 0x100, template: 0x800 } as const;
 
 /** The bits `ct state` reads (include/uapi/linux/netfilter/nf_conntrack_common.h
  * NF_CT_STATE_INVALID_BIT, NF_CT_STATE_BIT(IP_CT_ESTABLISHED / RELATED / NEW),

@@ -14,7 +14,7 @@ import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
-import { currentRule, hasConntrackEntry, hasZoneTemplate, NotModelled, locOf, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
+import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
 import { uniqueTuple, type NatValue } from './unique-tuple.js';
 import { NAT_MANIP } from './pipeline.js';
@@ -90,13 +90,6 @@ export function reportUnsupported(ctx: SimContext, reason: string, at = currentR
 
 /** Statements that test the packet: when nftsim cannot evaluate one, it assumes no match. */
 
-/** A mark statement of a rule iptables wrote is the xt target in the kernel (MARK, CONNMARK),
- * which continues when the conntrack entry it reads is missing (xt_connmark.c connmark_tg:
- * XT_CONTINUE) — the rule matched and is traced — where nft's own `ct mark` expression breaks
- * the rule untraced. */
-function isXtTarget(ctx: SimContext): boolean {
-  return currentRule(ctx)?.origin?.format === 'iptables';
-}
 export function isTest(stmt: Stmt): boolean {
   return stmt.kind === 'match' || stmt.kind === 'vmap' || ((stmt.kind === 'xt' || stmt.kind === 'xt-extension') && stmt.type === 'match');
 }
@@ -191,7 +184,7 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
         // An expression with no value (`ct mark` without a conntrack entry) ends the rule as a
         // mismatch: the expression sets NFT_BREAK (nft_ct.c nft_ct_get_eval), which is not traced.
         const value = evaluateExpr(stmt.value, ctx);
-        if (value === undefined) return isXtTarget(ctx) ? undefined : NO_MATCH;
+        if (value === undefined) return isIptablesRule(ctx) ? undefined : NO_MATCH;
         ctx.pkt.mark = integerOf(value, 'meta mark set');
       }
       return undefined;
@@ -199,14 +192,16 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       if (stmt.key === 'event' || stmt.key === 'expectation') return undefined; // no effect on this packet's way
       if (stmt.key !== 'mark' && stmt.key !== 'zone' && stmt.key !== 'label') throw new NotModelled(`ct ${stmt.key} set`);
       const source = evaluateExpr(stmt.value, ctx);
-      if (source === undefined) return isXtTarget(ctx) ? undefined : NO_MATCH;
+      if (source === undefined) return isIptablesRule(ctx) ? undefined : NO_MATCH;
       if (stmt.key === 'zone') {
         // nft_ct.c nft_ct_set_zone_eval: only a packet conntrack has not seen yet gets the zone
         // (a template entry); once it has an entry, or a template, nothing changes: the first
         // zone stays. An untracked packet has none (nf_ct_get), so the template replaces what
         // notrack did; iptables' CT --zone (xt_CT.c xt_ct_target) leaves a packet with anything
         // attached (`skb->_nfct != 0`), untracked too (kernel-checked).
-        if (!ctx.ctAttached && !ctx.zoneTemplate && !(ctx.ct.state === 'untracked' && isXtTarget(ctx))) {
+        if (!ctx.ctAttached && !ctx.zoneTemplate && !(ctx.ct.state === 'untracked' && isIptablesRule(ctx))) {
+          // A packet the input gave as untracked: what conntrack makes of it is not known.
+          if (ctx.ct.state === 'untracked' && ctx.untrackedFrom === undefined) throw new NotModelled('ct zone set on a packet given as untracked');
           ctx.ct.zone = integerOf(source, 'ct zone set') & 0xffff;
           ctx.zoneTemplate = true;
           if (ctx.untrackedFrom !== undefined) ctx.ct.state = ctx.untrackedFrom;
@@ -215,7 +210,7 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       }
       // Without a conntrack entry there is nothing to set (nft_ct.c nft_ct_set_eval), nor in a
       // zone template; iptables' CONNMARK writes a template's mark (xt_connmark.c).
-      if (isXtTarget(ctx) && hasZoneTemplate(ctx)) throw new NotModelled(TEMPLATE_MARK_WRITE);
+      if (isIptablesRule(ctx) && hasZoneTemplate(ctx)) throw new NotModelled(TEMPLATE_MARK_WRITE);
       if (!ctx.ctAttached || ctx.ct.state === 'invalid' || ctx.ct.state === 'untracked') return undefined;
       if (stmt.key === 'mark') ctx.ct.mark = integerOf(source, 'ct mark set');
       else if (typeof source === 'bigint') ctx.ct.labels = (ctx.ct.labels ?? 0n) | source; // nf_connlabels_replace with the bit's mask
@@ -400,7 +395,7 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
       return value?.type === 'number' ? value.n : 0xffffffff;
     };
     const [nfmask, ctmask] = [mask('nfmask'), mask('ctmask')];
-    const ctMark = hasConntrackEntry(ctx) ? ctx.ct.mark : templateKey(ctx, 'mark');
+    const ctMark = ctMarkOf(ctx);
     if (ctMark === undefined) return undefined;
     if (option('save-mark')) {
       if (!hasConntrackEntry(ctx)) throw new NotModelled(TEMPLATE_MARK_WRITE);

@@ -10,7 +10,7 @@ import { datatypeOf } from '../model/datatypes.js';
 import { CT_STATE_BITS } from './conntrack-table.js';
 import { constantOf, fibFlagBits, fibTypeOf } from './evaluate-expr.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
-import { hasConntrackEntry, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
+import { ctMarkOf, hasConntrackEntry, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 
 /** Field codes. Arguments: a protocol number for transport and ICMP fields (0: any with ports,
  * nft's `th`), the address family (4 or 6) for IP header fields, fib's flags (fibFlagBits),
@@ -138,7 +138,7 @@ export function readField(ctx: SimContext, field: number, arg: number, arg2: num
     case FIELD.ctState:
       return CT_STATE_BITS[ctx.ctAttached ? ctx.ct.state : stateBeforeConntrack(ctx)];
     case FIELD.ctMark:
-      return hasConntrackEntry(ctx) ? ctx.ct.mark : (templateKey(ctx, 'mark') ?? -1);
+      return ctMarkOf(ctx) ?? -1;
     case FIELD.ctStatus:
       return hasConntrackEntry(ctx) ? ctx.ct.status | ctx.natDone : (templateKey(ctx, 'status') ?? -1);
     case FIELD.ctDirection:

@@ -3,7 +3,7 @@
 
 import type { Chain, Hook, Rule, Table } from '../model/ast.js';
 import type { Address } from './address.js';
-import type { ConntrackTable, CtEntry, CtTuple, NatManip } from './conntrack-table.js';
+import { IPS, type ConntrackTable, type CtEntry, type CtTuple, type NatManip } from './conntrack-table.js';
 import { localInterfaceOf, type Host, type HostInterface } from './host.js';
 import type { Loc, NatEvent, TraceEvent } from './outcome.js';
 import type { CtStateName, Packet, QuotedPacket } from './packet.js';
@@ -164,26 +164,23 @@ export function hasConntrackEntry(ctx: SimContext): boolean {
   return ctx.ctAttached && ctx.ct.state !== 'invalid' && ctx.ct.state !== 'untracked';
 }
 
-/** A zone template's status: nf_ct_tmpl_alloc sets IPS_TEMPLATE, and nft_ct_tmpl_alloc_pcpu and
- * xt_ct_tg_check IPS_CONFIRMED. */
-const TEMPLATE_STATUS = 0x800 | 0x08;
-
 /** Before conntrack, the zone template `ct zone set` or iptables' `CT --zone` attached is what
- * nf_ct_get returns. nft's ct expression breaks on it (nft_ct_get_eval: `!ct ||
- * nf_ct_is_template(ct)`), but the xt extensions read it (xt_connmark.c, xt_conntrack.c): mark
- * 0, status template and confirmed, direction original, its zone, no labels (kernel-checked:
- * CONNMARK --restore-mark after CT --zone clears the mark, seed 307896318). What an iptables
- * rule reads of the template; undefined without one or for an nft rule; NotModelled for another
- * key (a template's tuple, counters and timeout). */
+ * nf_ct_get returns. The xt extensions read it (xt_connmark.c, xt_conntrack.c): mark 0, status
+ * template (nf_ct_tmpl_alloc) and confirmed (xt_ct_tg_check, nft_ct_tmpl_alloc_pcpu), direction
+ * original, its zone, no labels (kernel-checked: CONNMARK --restore-mark after CT --zone clears
+ * the mark, seed 307896318). nft's ct expression breaks on it on the kernels checked (6.18:
+ * nft_ct_get_eval's `!ct || nf_ct_is_template(ct)`; older ones read it as xt does). What an
+ * iptables rule reads of the template; undefined without one or for an nft rule; NotModelled for
+ * another key (a template's tuple, counters and timeout). */
 export function templateKey(ctx: SimContext, key: string): number | undefined {
-  if (!hasZoneTemplate(ctx) || currentRule(ctx)?.origin?.format !== 'iptables') return undefined;
+  if (!hasZoneTemplate(ctx) || !isIptablesRule(ctx)) return undefined;
   switch (key) {
     case 'mark':
     case 'direction':
     case 'label':
       return 0;
     case 'status':
-      return TEMPLATE_STATUS;
+      return IPS.template | IPS.confirmed;
     case 'zone':
       return ctx.ct.zone;
     default:
@@ -191,9 +188,21 @@ export function templateKey(ctx: SimContext, key: string): number | undefined {
   }
 }
 
+/** The ct mark the current rule reads: its entry's, a zone template's (templateKey), or none. */
+export function ctMarkOf(ctx: SimContext): number | undefined {
+  return hasConntrackEntry(ctx) ? ctx.ct.mark : templateKey(ctx, 'mark');
+}
+
 /** Whether the packet has a zone template: before conntrack, after a zone was set. */
 export function hasZoneTemplate(ctx: SimContext): boolean {
   return !ctx.ctAttached && ctx.zoneTemplate;
+}
+
+/** The current rule is one iptables wrote: its matches and targets are xt extensions in the
+ * kernel, whose semantics differ from nft's expressions in places (a mark target continues where
+ * nft's `ct mark` breaks, xt_connmark.c connmark_tg: XT_CONTINUE; a zone template is read). */
+export function isIptablesRule(ctx: SimContext): boolean {
+  return currentRule(ctx)?.origin?.format === 'iptables';
 }
 
 /** The rule being evaluated, read from its chain only when needed: a compiled rule's run does

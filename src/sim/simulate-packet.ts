@@ -639,11 +639,14 @@ function send(ctx: SimContext, packet: Packet): Ending {
 function reenter(ctx: SimContext, before: Packet['ct']): Ending {
   ctx.iif = 'lo';
   ctx.oif = undefined;
-  const entryless = ctx.ctAttached && ctx.ct.state === 'invalid' && !ctx.conn.explicit;
+  // With an explicit ct (no table lookup) the state is invalid here only when the input said so,
+  // which the reset gives back.
+  const entryless = ctx.ctAttached && ctx.ct.state === 'invalid';
   if (entryless) {
     ctx.ct.state = before.state;
     ctx.ct.zone = before.zone;
     ctx.zoneTemplate = false;
+    ctx.untrackedFrom = undefined;
   }
   ctx.conn.carried = ctx.ctAttached && !entryless;
   return receive(ctx, undefined);

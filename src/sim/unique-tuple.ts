@@ -97,8 +97,8 @@ function isInRange(req: NatRequest, address: bigint, port: number | string | und
 }
 
 /** find_appropriate_src: the source an earlier connection from the same address and port was
- * mapped to, when it is in the range. The port is the tuple's (same_src compares src.u.all): an
- * ICMP query's is its identifier, one for every echo nftsim models (seed 1346823647, case 205:
+ * mapped to, when it is in the range. The port is the tuple's (same_src compares src.u.all): for
+ * an ICMP query the identifier, which the tuple keeps as 0 (CtTuple) (seed 1346823647, case 205:
  * the packet's absent port never matched, and a second echo connection took a hashed address). */
 function appropriateSource(req: NatRequest, table: ConntrackTable): NatChoice | undefined {
   const { pkt } = req;

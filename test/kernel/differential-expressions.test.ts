@@ -169,6 +169,11 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
     packet: { ...SYN, tcpFlags: 'syn,ack' },
   },
   {
+    name: 'xt conntrack ! --ctstate DNAT of an invalid packet',
+    dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m conntrack ! --ctstate DNAT -j ACCEPT\nCOMMIT\n',
+    packet: { ...SYN, tcpFlags: 'syn,ack' },
+  },
+  {
     name: 'xt policy --pol none',
     dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m policy --dir in --pol none -j ACCEPT\nCOMMIT\n',
     packet: SYN,
@@ -184,6 +189,12 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
     // xt_connmark reads the template CT --zone attached (seed 307896318: nftsim left the mark).
     name: 'xt CONNMARK --restore-mark and connmark after CT --zone read the template',
     dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -j MARK --set-xmark 0x7/0xffffffff\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -m connmark --mark 0x0 -j CONNMARK --restore-mark\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m mark --mark 0x0 -j ACCEPT\nCOMMIT\n',
+    packet: SYN,
+  },
+  {
+    // The template's status is confirmed (and template), its direction original.
+    name: 'xt conntrack --ctstatus CONFIRMED --ctdir ORIGINAL after CT --zone read the template',
+    dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -m conntrack --ctstatus CONFIRMED --ctdir ORIGINAL -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m mark --mark 0x1 -j ACCEPT\nCOMMIT\n',
     packet: SYN,
   },
   {

@@ -1029,6 +1029,14 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: a SYN whose repl
       file: 'z.nft',
     },
   ] as const;
+  // A single packet (its ct given, no table): a FIN conntrack finds invalid at output is looked up
+  // afresh at prerouting, where a zone template can be attached to it and reads new.
+  it('a single FIN to a local address, given a zone again at prerouting', async () => {
+    const text = `table ip t {\n  chain zone {\n    type filter hook output priority -300; policy accept;\n    ct zone set 1\n  }\n  chain raw {\n    type filter hook prerouting priority -300; policy accept;\n    ct zone set 2 ct state new meta mark set 0x5\n  }\n}\n`;
+    const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets: [{ kind: 'nft', text, file: 'z.nft' }], packet: { ...packet, dst: '192.0.2.10', tcpFlags: 'fin' } });
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+
   it.each(['ack', 'syn', 'rst'] as const)('to a local address, the next packet with %s', async (tcpFlags) => {
     const local = { ...packet, dst: '192.0.2.10' } as const;
     const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, throughLo, [local, { reply: true }, { ...local, tcpFlags }], 'asSent');

@@ -273,6 +273,8 @@ describe('matches and targets', () => {
     // Passed by packets with and without an entry, the rest tested only for the former: an OR.
     ['-m conntrack --ctstate NEW,INVALID --ctdir ORIGINAL', 'conntrack', false],
     ['-m conntrack ! --ctstate NEW --ctdir ORIGINAL', 'conntrack', false],
+    // Passed by a packet without an entry (state bit INVALID), where nft's `ct status` breaks.
+    ['-m conntrack ! --ctstate DNAT', 'conntrack', false],
     // xt_ah/xt_esp: an inverted full SPI range never matches, and `--ahlen` has no nft form.
     ['-m esp ! --espspi 0:4294967295', 'esp', true],
     ['-m ah ! --ahlen 120', 'ah', true],

@@ -87,6 +87,12 @@ describe('other statements', () => {
     expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
   });
 
+  it('ct zone set on a packet given as untracked is not modelled (what conntrack makes of it is unknown)', () => {
+    const text = `table ip t {\n\tchain raw {\n\t\ttype filter hook prerouting priority -300;\n\t\tct zone set 1\n\t}\n}\n`;
+    const o = simulateOne(text, { ...LOCAL, ct: { state: 'untracked' } });
+    expect(o.trace.find((e) => e.kind === 'unsupported')?.reason).toContain('given as untracked');
+  });
+
   it('ct helper set assigns the helper of a new entry, and ct helper reads it', () => {
     const text = `table inet t {\n\tct helper h { type "ftp" protocol tcp; }\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct helper set "h" ct helper "ftp" meta mark set 1\n\t}\n}\n`;
     expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
@@ -137,6 +143,11 @@ describe('iptables xt extensions kept as xt matches', () => {
   it('meta mark set ct mark after ct zone set breaks: nft reads no template', () => {
     const text = `table ip t {\n\tchain raw {\n\t\ttype filter hook prerouting priority -300;\n\t\tct zone set 1 meta mark set 0x7\n\t\tmeta mark set ct mark\n\t}\n}\n`;
     expect(simulateOne(text, LOCAL).mark).toBe('0x00000007');
+  });
+
+  it('conntrack --ctstatus CONFIRMED --ctdir ORIGINAL after CT --zone reads the template', () => {
+    const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -m conntrack --ctstatus CONFIRMED --ctdir ORIGINAL -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    expect(simulateOne(dump, LOCAL).mark).toBe('0x00000001');
   });
 
   it('CONNMARK --save-mark after CT --zone is not modelled (the template is shared)', () => {
