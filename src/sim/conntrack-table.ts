@@ -76,6 +76,14 @@ export function isIcmpError(l4proto: number, type: number): boolean {
   return l4proto === 58 && type < 128;
 }
 
+/** ICMP types that open a connection: the queries (nf_conntrack_proto_icmp.c and
+ * nf_conntrack_proto_icmpv6.c valid_new). Any other type without an entry, an answer included,
+ * is invalid ("invalid new with type"). */
+export function opensIcmpConnection(l4proto: number, type: number): boolean {
+  if (l4proto === 1) return type === 8 || type === 13 || type === 15 || type === 17;
+  return l4proto === 58 && (type === 128 || type === 139);
+}
+
 /** The answer to an ICMP query type, undefined for other types and protocols. */
 export function icmpAnswerType(l4proto: number, type: number): number | undefined {
   return ICMP_QUERY_ANSWER[l4proto]?.[type];

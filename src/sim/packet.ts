@@ -4,7 +4,7 @@
 import { datatypeSymbols } from '../model/datatypes.js';
 import { parseAddress, type Address, type AddressFamily } from './address.js';
 import type { Host } from './host.js';
-import { isIcmpError } from './conntrack-table.js';
+import { isIcmpError, opensIcmpConnection } from './conntrack-table.js';
 import { headersLength } from './packet-bytes.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
 
@@ -154,9 +154,11 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
   const icmpCode = icmpDtype ? readSymbolic(reader, record.icmpCode ?? 0, at('icmpCode'), `${icmpDtype}_code`) : undefined;
 
   // An ICMP error opens no connection: conntrack relates it to the one it is about, or leaves it
-  // without an entry, invalid (nf_conntrack_core.c nf_conntrack_handle_icmp).
+  // without an entry, invalid (nf_conntrack_core.c nf_conntrack_handle_icmp). Nor does any other
+  // ICMP type but a query: an echo reply without its request is invalid.
   const isError = l4proto !== undefined && icmpType !== undefined && isIcmpError(l4proto, icmpType);
-  const ct = readCt(reader, record.ct, at('ct'), isTcp ? firstTcpState(tcpFlags) : isError ? 'invalid' : 'new');
+  const opensNoIcmpConnection = l4proto !== undefined && icmpType !== undefined && !opensIcmpConnection(l4proto, icmpType);
+  const ct = readCt(reader, record.ct, at('ct'), isTcp ? firstTcpState(tcpFlags) : opensNoIcmpConnection ? 'invalid' : 'new');
   let quoted: QuotedPacket | undefined;
   if (record.quoted !== undefined) {
     if (isError) quoted = readQuoted(reader, record.quoted, at('quoted'), host, family);

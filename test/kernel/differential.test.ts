@@ -1044,6 +1044,27 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: a SYN whose repl
   });
 });
 
+describe.skipIf(skipReason !== undefined)('kernel-differential: an ICMP answer without its query', () => {
+  // The echo request is untracked, so its reply finds no connection, and an echo reply opens none
+  // (nf_conntrack_proto_icmpv6.c valid_new): invalid, and the nat chain at input does not run
+  // (seed 737853713, case 1193: nftsim read it new).
+  const rulesets = [
+    {
+      kind: 'nft',
+      text: 'table inet t {\n  chain raw {\n    type filter hook output priority -300; policy accept;\n    notrack\n  }\n  chain nin {\n    type nat hook input priority 100; policy accept;\n  }\n  chain in {\n    type filter hook input priority 0; policy accept;\n    ct state invalid meta mark set 0x1\n  }\n}\n',
+      file: 'icmp.nft',
+    },
+  ] as const;
+  it.each([
+    ['IPv4', '198.51.100.10', '198.51.100.20', 'icmp'],
+    ['IPv6', '2001:db8:2::10', '2001:db8:2::20', 'icmpv6'],
+  ] as const)('%s echo reply', async (_family, src, dst, protocol) => {
+    const echo = { src, dst, protocol, skuid: 0, skgid: 0 } as const;
+    const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, rulesets, [echo, { reply: true }], 'asSent');
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+});
+
 describe.skipIf(skipReason !== undefined)('kernel-differential: generated rulesets and packets', () => {
   const runs = Number(process.env.NFTSIM_KERNEL_RUNS ?? 200);
   const seed = process.env.NFTSIM_KERNEL_SEED === undefined ? Date.now() ^ (Math.random() * 0x7fffffff) : Number(process.env.NFTSIM_KERNEL_SEED);

@@ -392,6 +392,20 @@ describe('conntrack', () => {
     expect(simulateOne(text, { ...LOCAL, tcpFlags }).mark).toBe(mark);
   });
 
+  // Only an ICMP query opens a connection (valid_new of nf_conntrack_proto_icmp.c and
+  // nf_conntrack_proto_icmpv6.c): an answer or another type without an entry is invalid.
+  it.each([
+    ['icmp', 'echo-request', 'new', '192.0.2.10'],
+    ['icmp', 'echo-reply', 'invalid', '192.0.2.10'],
+    ['icmp', 'timestamp-request', 'new', '192.0.2.10'],
+    ['icmpv6', 'echo-reply', 'invalid', '2001:db8::10'],
+    ['icmpv6', 'nd-router-solicit', 'invalid', '2001:db8::10'],
+  ])('a first %s %s is %s', (protocol, icmpType, state, dst) => {
+    const text = `table inet t {\n\tchain in { type filter hook input priority 0; ct state ${state} meta mark set 0x1; }\n}\n`;
+    const src = protocol === 'icmp' ? '192.0.2.99' : '2001:db8::99';
+    expect(simulateOne(text, { iif: 'eth0', src, dst, protocol, icmpType }).mark).toBe('0x00000001');
+  });
+
   it('ct zone set after notrack: conntrack tracks the packet, new, in the zone', () => {
     const text = `table ip t {\n\tchain raw { type filter hook prerouting priority -300; notrack ct zone set 1; }\n\tchain later { type filter hook prerouting priority -150; ct state new ct zone 1 meta mark set 0x1; }\n}\n`;
     expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
