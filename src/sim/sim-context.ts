@@ -168,8 +168,8 @@ export function hasConntrackEntry(ctx: SimContext): boolean {
  * nf_ct_get returns. The xt extensions read it (xt_connmark.c, xt_conntrack.c): mark 0, status
  * template (nf_ct_tmpl_alloc) and confirmed (xt_ct_tg_check, nft_ct_tmpl_alloc_pcpu), direction
  * original, its zone, no labels (kernel-checked: CONNMARK --restore-mark after CT --zone clears
- * the mark, seed 307896318). nft's ct expression breaks on it on the kernels checked (6.18:
- * nft_ct_get_eval's `!ct || nf_ct_is_template(ct)`; older ones read it as xt does). What an
+ * the mark, seed 307896318). nft's ct expression breaks on it on the kernel checked (6.18:
+ * nft_ct_get_eval's `!ct || nf_ct_is_template(ct)`, a recent test: docs/simulator-limits.md). What an
  * iptables rule reads of the template; undefined without one or for an nft rule; NotModelled for
  * another key (a template's tuple, counters and timeout). */
 export function templateKey(ctx: SimContext, key: string): number | undefined {
