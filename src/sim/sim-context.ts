@@ -169,9 +169,9 @@ export function hasConntrackEntry(ctx: SimContext): boolean {
  * template (nf_ct_tmpl_alloc) and confirmed (xt_ct_tg_check, nft_ct_tmpl_alloc_pcpu), direction
  * original, its zone, no labels (kernel-checked: CONNMARK --restore-mark after CT --zone clears
  * the mark, seed 307896318). nft's ct expression breaks on it on the kernel checked (6.18:
- * nft_ct_get_eval's `!ct || nf_ct_is_template(ct)`, a recent test: docs/simulator-limits.md). What an
- * iptables rule reads of the template; undefined without one or for an nft rule; NotModelled for
- * another key (a template's tuple, counters and timeout). */
+ * nft_ct_get_eval's `!ct || nf_ct_is_template(ct)`, a recent test: docs/simulator-limits.md).
+ * What an iptables rule reads of the template; undefined without one or for an nft rule;
+ * NotModelled for another key (a template's tuple, counters and timeout). */
 export function templateKey(ctx: SimContext, key: string): number | undefined {
   if (!hasZoneTemplate(ctx) || !isIptablesRule(ctx)) return undefined;
   switch (key) {
