@@ -60,13 +60,18 @@ export interface CtMatch {
 }
 
 /** ICMP query types and their answers (nf_conntrack_proto_icmp.c and nf_conntrack_proto_icmpv6.c
- * invmap): echo, timestamp, info, address mask; ICMPv6 echo and node information. Other ICMP
- * types (errors) are not connections of their own: nftsim does not track them (related is not
- * modelled across packets). */
-const ICMP_QUERY_ANSWER: Readonly<Record<number, Readonly<Record<number, number>>>> = {
-  1: { 8: 0, 0: 8, 13: 14, 14: 13, 15: 16, 16: 15, 17: 18, 18: 17 },
-  58: { 128: 129, 129: 128, 139: 140, 140: 139 },
+ * valid_new and invmap): echo, timestamp, info, address mask; ICMPv6 echo and node information.
+ * Other ICMP types (errors) are not connections of their own: nftsim does not track them (related
+ * is not modelled across packets). */
+const ICMP_QUERIES: Readonly<Record<number, Readonly<Record<number, number>>>> = {
+  1: { 8: 0, 13: 14, 15: 16, 17: 18 },
+  58: { 128: 129, 139: 140 },
 };
+
+/** invmap: each query type and each answer type to the other. */
+const ICMP_QUERY_ANSWER: Readonly<Record<number, Readonly<Record<number, number>>>> = Object.fromEntries(
+  Object.entries(ICMP_QUERIES).map(([proto, answers]) => [proto, Object.fromEntries(Object.entries(answers).flatMap(([query, answer]) => [[query, answer], [answer, Number(query)]]))]),
+);
 
 /** Whether an ICMP type is an error, which quotes the packet it is about: destination
  * unreachable, source quench, redirect, time exceeded and parameter problem (include/linux/icmp.h
@@ -76,12 +81,10 @@ export function isIcmpError(l4proto: number, type: number): boolean {
   return l4proto === 58 && type < 128;
 }
 
-/** ICMP types that open a connection: the queries (nf_conntrack_proto_icmp.c and
- * nf_conntrack_proto_icmpv6.c valid_new). Any other type without an entry, an answer included,
- * is invalid ("invalid new with type"). */
+/** ICMP types that open a connection: the queries (valid_new). Any other type without an entry,
+ * an answer included, is invalid ("invalid new with type"). */
 export function opensIcmpConnection(l4proto: number, type: number): boolean {
-  if (l4proto === 1) return type === 8 || type === 13 || type === 15 || type === 17;
-  return l4proto === 58 && (type === 128 || type === 139);
+  return ICMP_QUERIES[l4proto]?.[type] !== undefined;
 }
 
 /** The answer to an ICMP query type, undefined for other types and protocols. */
