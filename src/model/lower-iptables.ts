@@ -596,30 +596,27 @@ class RuleLowering {
     // Order of conntrack_mt_xlate (libxt_conntrack.c).
     const order = ['ctdir', 'ctproto', 'ctstate', 'state', 'ctstatus', 'ctexpire', 'ctorigsrc', 'ctorigdst', 'ctreplsrc', 'ctrepldst', 'ctorigsrcport', 'ctorigdstport', 'ctreplsrcport', 'ctrepldstport'];
     const options = [...m.options].sort((a, b) => order.indexOf(a.name) - order.indexOf(b.name));
-    // `--ctstate` SNAT/DNAT test the conntrack status, other states the state: a mix is an OR
-    // across two keys that no single nft match expresses.
-    const states = options.find((o) => o.name === 'ctstate');
-    if (states?.value.type === 'names') {
-      const nat = states.value.names.filter((n) => n === 'SNAT' || n === 'DNAT');
-      if (nat.length > 0 && nat.length < states.value.names.length) return false;
-      // `! --ctstate DNAT` passes a packet without an entry (its state bit is INVALID), where
-      // nft's `ct status` breaks.
-      if (nat.length > 0 && states.negated) return false;
-    }
-    // A packet without an entry (INVALID, UNTRACKED) gets the state test's answer alone
-    // (conntrack_mt: `if (ct == NULL) return info->match_flags & XT_CONNTRACK_STATE`), where
-    // nft's ct keys would break: a state test only such packets pass is the whole match, and one
-    // that both they and others pass is an OR no nft rule expresses (kernel-checked).
+    let tests = options;
     const stateTest = options.find((o) => o.name === 'ctstate' || o.name === 'state');
-    if (stateTest?.value.type === 'names' && options.length > 1) {
-      const entryless = stateTest.value.names.filter((n) => n === 'INVALID' || n === 'UNTRACKED').length;
+    if (stateTest?.value.type === 'names') {
+      const names = stateTest.value.names;
+      // SNAT/DNAT test the conntrack status, other states the state: a mix is an OR across two
+      // keys that no single nft match expresses.
+      const nat = names.filter((n) => n === 'SNAT' || n === 'DNAT').length;
+      if (nat > 0 && nat < names.length) return false;
+      // A packet without an entry (INVALID, UNTRACKED) gets the state test's answer alone
+      // (conntrack_mt: `if (ct == NULL) return info->match_flags & XT_CONNTRACK_STATE`), where
+      // nft's ct keys other than the state break, the status of `--ctstate DNAT` too: a state test
+      // only such packets pass is the whole match, and one that both they and others pass is an OR
+      // no nft rule expresses (kernel-checked).
+      const entryless = names.filter((n) => n === 'INVALID' || n === 'UNTRACKED').length;
       const passesEntryless = stateTest.negated ? entryless < 2 : entryless > 0;
-      if (passesEntryless) {
-        if (stateTest.negated || entryless < stateTest.value.names.length) return false;
-        options.splice(0, options.length, stateTest);
+      if (passesEntryless && (nat > 0 || options.length > 1)) {
+        if (stateTest.negated || entryless < names.length) return false;
+        tests = [stateTest];
       }
     }
-    for (const o of options) {
+    for (const o of tests) {
       const op = o.negated ? '!=' : 'implicit';
       const v = o.value;
       if ((o.name === 'ctstate' || o.name === 'state') && v.type === 'names') {
