@@ -102,7 +102,8 @@ function isInRange(req: NatRequest, address: bigint, port: number | string | und
  * the packet's absent port never matched, and a second echo connection took a hashed address). */
 function appropriateSource(req: NatRequest, table: ConntrackTable): NatChoice | undefined {
   const { pkt } = req;
-  const own = tupleOf(pkt.src.family, pkt, req.zone);
+  // A single packet's table is empty: no tuple made for nothing to compare it with.
+  const own = table.entries.length === 0 ? undefined : tupleOf(pkt.src.family, pkt, req.zone);
   if (!own) return undefined;
   const mapped = table.entries.find(
     ({ original: o, reply: r }) =>
