@@ -167,9 +167,10 @@ export function hasConntrackEntry(ctx: SimContext): boolean {
 /** Before conntrack, the zone template `ct zone set` or iptables' `CT --zone` attached is what
  * nf_ct_get returns. The xt extensions read it (xt_connmark.c, xt_conntrack.c): mark 0, status
  * template (nf_ct_tmpl_alloc) and confirmed (xt_ct_tg_check, nft_ct_tmpl_alloc_pcpu), direction
- * original, its zone, no labels (kernel-checked: CONNMARK --restore-mark after CT --zone clears
- * the mark, seed 307896318). nft's ct expression breaks on it on the kernel checked (6.18:
- * nft_ct_get_eval's `!ct || nf_ct_is_template(ct)`, a recent test: docs/simulator-limits.md).
+ * original: the keys iptables' lowered matches and targets read (kernel-checked: CONNMARK
+ * --restore-mark after CT --zone clears the mark, seed 307896318; --ctstatus and --ctdir). nft's
+ * ct expression breaks on it on the kernel checked (6.18: nft_ct_get_eval's `!ct ||
+ * nf_ct_is_template(ct)`, a recent test: docs/simulator-limits.md).
  * What an iptables rule reads of the template; undefined without one or for an nft rule;
  * NotModelled for another key (a template's tuple, counters and timeout). */
 export function templateKey(ctx: SimContext, key: string): number | undefined {
@@ -177,12 +178,9 @@ export function templateKey(ctx: SimContext, key: string): number | undefined {
   switch (key) {
     case 'mark':
     case 'direction':
-    case 'label':
       return 0;
     case 'status':
       return IPS.template | IPS.confirmed;
-    case 'zone':
-      return ctx.ct.zone;
     default:
       throw new NotModelled(`ct ${key} of a conntrack zone template (before conntrack, after a zone was set)`);
   }
