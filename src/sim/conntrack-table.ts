@@ -5,6 +5,7 @@
 import type { AddressFamily } from './address.js';
 import type { NatEvent } from './outcome.js';
 import type { CtStateName } from './packet.js';
+import type { TcpTrack } from './tcp-tracking.js';
 
 /** A conntrack tuple (nf_conntrack_tuple.h): addresses, layer 4 protocol, ports, zone. For ICMP
  * queries the kernel keeps the id and the type; here `sport` is 0 for the id and `dport` is the
@@ -23,8 +24,8 @@ export interface CtTuple {
 }
 
 /** ct status bits nftsim maintains (include/uapi/linux/netfilter/nf_conntrack_common.h IPS_*).
- * ASSURED is not modelled (TCP state tracking). */
-export const IPS = { seenReply: 0x02, confirmed: 0x08, srcNat: 0x10, dstNat: 0x20, srcNatDone: 0x80, dstNatDone: 0x100, template: 0x800 } as const;
+ * ASSURED only for TCP (tcp-tracking.ts): UDP's depends on time (nf_conntrack_proto_udp.c). */
+export const IPS = { seenReply: 0x02, assured: 0x04, confirmed: 0x08, srcNat: 0x10, dstNat: 0x20, srcNatDone: 0x80, dstNatDone: 0x100, template: 0x800 } as const;
 
 /** The bits `ct state` reads (include/uapi/linux/netfilter/nf_conntrack_common.h
  * NF_CT_STATE_INVALID_BIT, NF_CT_STATE_BIT(IP_CT_ESTABLISHED / RELATED / NEW),
@@ -49,8 +50,8 @@ export interface CtEntry {
   readonly natDone: number;
   /** The NAT events of the first packet, shown again on later packets the mapping rewrites. */
   readonly nat: readonly NatEvent[];
-  /** A TCP connection opened by a SYN (SYN_SENT until a reply): not one picked up mid-stream. */
-  readonly synSent: boolean;
+  /** A TCP connection's tracking (tcp-tracking.ts), which its packets move on. */
+  readonly tcp: TcpTrack | undefined;
 }
 
 export interface CtMatch {
@@ -181,6 +182,19 @@ export class ConntrackTable {
     return true;
   }
 
+  /** Deletes an entry (nf_ct_kill): its tuples are free for a new connection. */
+  remove(entry: CtEntry): void {
+    const at = this.list.indexOf(entry);
+    if (at < 0) return;
+    this.list.splice(at, 1);
+    for (const tuple of [entry.original, entry.reply]) {
+      const key = bucketKey(tuple);
+      const rest = (this.buckets.get(key) ?? []).filter((m) => m.entry !== entry);
+      if (rest.length > 0) this.buckets.set(key, rest);
+      else this.buckets.delete(key);
+    }
+  }
+
   get entries(): readonly CtEntry[] {
     return this.list;
   }
@@ -188,7 +202,7 @@ export class ConntrackTable {
   /** A copy whose entries can change without touching this table's (one per random branch). */
   clone(): ConntrackTable {
     const copy = new ConntrackTable();
-    for (const entry of this.list) copy.insert({ ...entry });
+    for (const entry of this.list) copy.insert({ ...entry, tcp: entry.tcp && { ...entry.tcp } });
     return copy;
   }
 }

@@ -7,6 +7,7 @@ import type { Host } from './host.js';
 import { isIcmpError, opensIcmpConnection } from './conntrack-table.js';
 import { headersLength } from './packet-bytes.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
+import { openTcp } from './tcp-tracking.js';
 
 /** The packet as a user writes it. Numbers may be given as `"0x…"` strings. */
 export interface PacketInput {
@@ -253,19 +254,14 @@ function readFlags(reader: FieldReader, value: unknown, path: FieldPath, dtype: 
 
 const CT_STATES: readonly CtStateName[] = ['new', 'established', 'related', 'invalid', 'untracked'];
 
-// TCP flags (include/net/tcp.h TCPHDR_*): FIN SYN RST PSH ACK URG.
-const TCP_CORE_FLAGS = 0x3f;
-/** The flag sets (urg, psh aside) conntrack takes as the first packet of a connection. */
-const TCP_OPENING_FLAGS = new Set([0x02, 0x22, 0x10, 0x30, 0x18, 0x38]);
-
 /**
  * The state of a TCP packet that opens no entry of its own: conntrack gives a first packet an
  * entry (new) only for a SYN, or a bare ACK (mid-stream pickup, nf_conntrack_tcp_loose defaults to
  * 1); SYN-ACK, FIN, RST first packets and invalid flag sets get none and read as invalid
- * (nf_conntrack_proto_tcp.c tcp_error, tcp_new: tcp_conntracks[0][*][sNO] is sIV).
+ * (tcp-tracking.ts openTcp).
  */
 function firstTcpState(flags: number): CtStateName {
-  return TCP_OPENING_FLAGS.has(flags & TCP_CORE_FLAGS) ? 'new' : 'invalid';
+  return openTcp(flags) ? 'new' : 'invalid';
 }
 
 function readCt(reader: FieldReader, value: unknown, path: FieldPath, defaultState: CtStateName): Packet['ct'] | undefined {

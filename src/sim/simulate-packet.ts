@@ -2,7 +2,7 @@
 
 import type { Hook, Rule, Ruleset, Chain } from '../model/ast.js';
 import { formatAddress, type Address } from './address.js';
-import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleAt, tupleOf, type CtEntry, type NatManip } from './conntrack-table.js';
+import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleAt, tupleOf, type CtEntry, type CtMatch, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint, setUpNullBinding } from './evaluate-stmt.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
@@ -10,6 +10,7 @@ import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, ty
 import { protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
 import type { InputError } from './read-fields.js';
+import { openTcp, trackTcp } from './tcp-tracking.js';
 import { hasConntrackEntry, localInterfaceAt, locOf, routeKeyOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
 
 export interface SimulateOptions {
@@ -304,9 +305,8 @@ function setNullBinding(ctx: SimContext, manip: NatManip | undefined): void {
 }
 
 /** Conntrack looks the packet up at NF_IP_PRI_CONNTRACK (nf_conntrack_core.c nf_conntrack_in →
- * resolve_normal_ct): a tuple of an entry's reply direction is `established` in direction
- * reply and marks the entry SEEN_REPLY; of its original direction `new` until a reply was seen,
- * `established` after; no entry: a new connection, confirmed when the packet gets through. */
+ * resolve_normal_ct): a packet of a connection in the table gets its entry (trackConnection);
+ * else it opens a new connection, confirmed when the packet gets through. */
 function attachConntrack(ctx: SimContext, tracked: boolean): void {
   ctx.ctAttached = tracked;
   const conn = ctx.conn;
@@ -320,38 +320,37 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
   }
   if (!conn.explicit) {
     const found = conn.table.lookup(tuple);
-    if (found) {
-      const { entry, direction } = found;
-      if (direction === 1) entry.status |= IPS.seenReply;
-      else if (isInvalidBeforeReply(ctx, entry)) {
-        ctx.ct.state = 'invalid';
-        return;
-      }
-      attachEntry(ctx, entry, direction, direction === 1 || (entry.status & IPS.seenReply) !== 0 ? 'established' : 'new');
-      return;
-    }
+    if (found && trackConnection(ctx, found) !== 'reopened') return;
   }
   // An explicit `ct` is what the user says the packet sees; it opens a connection only as new
   // in the original direction.
   if (ctx.ct.state === 'new' && ctx.ct.direction === 0) conn.tuple = tuple;
 }
 
-// TCP flags conntrack's state table tells apart (nf_conntrack_proto_tcp.c get_conntrack_index).
+/** IPPROTO_TCP. */
 const TCP = 6;
-const TCP_FIN = 0x01;
-const TCP_SYN = 0x02;
-const TCP_RST = 0x04;
-const TCP_ACK = 0x10;
-const TCP_STATE_FLAGS = TCP_FIN | TCP_SYN | TCP_RST | TCP_ACK;
 
-/** In SYN_SENT, before any reply, a packet of the original direction other than a SYN again or an
- * RST is invalid (tcp_conntracks[0][*][sSS] is sIV for SYN-ACK, FIN, ACK and none): conntrack
- * gives it no entry. A connection picked up mid-stream (nf_conntrack_tcp_loose) starts
- * established, so its packets are not. The other TCP states are not modelled. */
-function isInvalidBeforeReply(ctx: SimContext, entry: CtEntry): boolean {
-  if (!entry.synSent || (entry.status & IPS.seenReply) !== 0) return false;
-  const flags = ctx.pkt.tcpFlags & TCP_STATE_FLAGS;
-  return (flags & TCP_RST) === 0 && flags !== TCP_SYN;
+/** The packet belongs to a connection found in the table: a tuple of the entry's reply direction
+ * is `established` in direction reply and marks the entry SEEN_REPLY; of its original direction
+ * `new` until a reply was seen, `established` after. A TCP packet moves the connection's state
+ * first (tcp-tracking.ts), which may leave the packet without an entry (`invalid`), or reopen
+ * the connection: the entry is deleted and the packet opens one of its own (`reopened`:
+ * nf_conntrack_in looks it up again, NF_REPEAT). */
+function trackConnection(ctx: SimContext, { entry, direction }: CtMatch): 'attached' | 'invalid' | 'reopened' {
+  const seenReply = (entry.status & IPS.seenReply) !== 0;
+  if (entry.tcp) {
+    const verdict = trackTcp(entry.tcp, direction, ctx.pkt.tcpFlags, seenReply, (entry.status & IPS.assured) !== 0);
+    if (verdict === 'invalid') {
+      ctx.ct.state = 'invalid';
+      return 'invalid';
+    }
+    if (verdict === 'reopen' || verdict === 'killed') ctx.conn.table.remove(entry);
+    if (verdict === 'reopen') return 'reopened';
+    if (verdict === 'assured') entry.status |= IPS.assured;
+  }
+  if (direction === 1) entry.status |= IPS.seenReply;
+  attachEntry(ctx, entry, direction, direction === 1 || seenReply ? 'established' : 'new');
+  return 'attached';
 }
 
 /** An ICMP error is related to the connection whose tuple is the packet it quotes, inverted,
@@ -449,7 +448,7 @@ function confirm(ctx: SimContext): void {
     status: ctx.ct.status,
     natDone: ctx.natDone,
     nat: [...ctx.nat],
-    synSent: original.l4proto === TCP && (ctx.pkt.tcpFlags & TCP_STATE_FLAGS) === TCP_SYN,
+    tcp: original.l4proto === TCP ? openTcp(ctx.pkt.tcpFlags) : undefined,
   };
   if (!conn.keep || conn.table.insert(entry)) conn.entry = entry;
 }

@@ -146,6 +146,8 @@ function l4Match(af: AddressFamily): fc.Arbitrary<L4Match> {
     { text: 'tcp flags ack', proto: 'tcp' },
     { text: 'meta l4proto udp', proto: 'udp' },
     { text: 'meta l4proto tcp', proto: 'tcp' },
+    // Set at a TCP handshake's end (nf_conntrack_proto_tcp.c); UDP's depends on time, not modelled.
+    { text: 'meta l4proto tcp ct status assured', proto: 'tcp' },
     ...icmp.map((text) => ({ text, proto: 'icmp' as const })),
     { text: `${af} daddr . tcp dport { ${a.server[1]} . 80, ${a.client[1]} . 443 }`, proto: 'tcp' },
   );

@@ -23,7 +23,9 @@
 // next connection (another source port), which must not; or, with no reply, a connection from the
 // same source port of another client or to another destination, whose NAT mapping may clash with
 // the first one's (nf_nat_core.c get_unique_tuple); or an ICMP error about the packet, related to
-// its connection.
+// its connection; or, for TCP, an ending (a reset from either end, before or after the
+// handshake, a close by FINs, a half close) and a SYN from the same port, which conntrack
+// reopens the connection for, or ignores.
 // Locally generated packets to a local address, and output DNAT / redirect to one, come back in
 // through lo (prerouting, input).
 import fc from 'fast-check';
@@ -52,6 +54,15 @@ interface GenTable {
   readonly set6: readonly string[];
 }
 
+/** How a generated TCP connection ends before a SYN from the same port: the client resets it,
+ * the server does, the client closes it and both ends finish (TIME_WAIT), the client only starts
+ * closing (FIN_WAIT), or either end resets it before any reply (the server as a closed port
+ * answers a SYN). Conntrack reopens the connection for the SYN where a FIN closed it or the
+ * client reset it, deletes it at a reset before a reply, and ignores the SYN otherwise
+ * (nf_conntrack_proto_tcp.c nf_conntrack_tcp_packet). */
+export const TCP_ENDINGS = ['reset', 'reply reset', 'fin', 'half close', 'reset before reply', 'refused'] as const;
+export type TcpEnding = (typeof TCP_ENDINGS)[number];
+
 export interface GeneratedCase {
   readonly tables: readonly GenTable[];
   readonly iptables?: GenIptablesDump;
@@ -59,8 +70,9 @@ export interface GeneratedCase {
   /** Whether a TCP SYN, UDP or ICMP echo packet opens a flow: its reply, then the client's next
    * packet of the connection, or the first of its next connection (TCP and UDP); or a second
    * connection from the same source port, of another client or to another destination; or an
-   * ICMP error about it from where it went. */
-  readonly flow?: 'next packet' | 'next connection' | 'other client' | 'other destination' | 'error';
+   * ICMP error about it from where it went. A TCP connection may also end (TCP_ENDINGS), and a
+   * SYN from the same port follow; for UDP and ICMP those are the next packet. */
+  readonly flow?: 'next packet' | 'next connection' | 'other client' | 'other destination' | 'error' | TcpEnding;
 }
 
 /** A received packet's destination: a unicast one, or for a fifth a broadcast or multicast one. */
@@ -158,7 +170,7 @@ export const arbitraryCase: fc.Arbitrary<GeneratedCase> = fc.record(
     tables: fc.array(arbitraryTable, { minLength: 1, maxLength: 3 }),
     iptables: arbitraryIptablesDump,
     packet: fc.constantFrom<AddressFamily>('ip', 'ip6').chain(arbitraryPacket),
-    flow: fc.constantFrom(undefined, undefined, undefined, 'next packet', 'next packet', 'next connection', 'other client', 'other destination', 'error'),
+    flow: fc.constantFrom(undefined, undefined, undefined, 'next packet', 'next packet', 'next connection', 'other client', 'other destination', 'error', ...TCP_ENDINGS),
   },
   { requiredKeys: ['tables', 'packet'] },
 );
@@ -203,7 +215,7 @@ export function renderCase(testCase: GeneratedCase): { rulesets: (KernelRuleset 
  * other client on eth0, else (and for `other destination`) to another server, or from a server
  * to the other side's address. An ICMP error comes from where the packet went: port unreachable
  * about TCP, time exceeded about the rest. */
-function flowOf(packet: KernelPacket, then: NonNullable<GeneratedCase['flow']>): readonly KernelFlowPacket[] | undefined {
+export function flowOf(packet: KernelPacket, then: NonNullable<GeneratedCase['flow']>): readonly KernelFlowPacket[] | undefined {
   if (packet.protocol === 'tcp' && (packet.tcpFlags ?? 'syn') !== 'syn') return undefined;
   if (then === 'error') {
     const protocol = packet.src.includes(':') ? 'icmpv6' : 'icmp';
@@ -218,5 +230,27 @@ function flowOf(packet: KernelPacket, then: NonNullable<GeneratedCase['flow']>):
   }
   if (then === 'next connection' && packet.sport !== undefined) return [packet, { reply: true }, { ...packet, sport: packet.sport + 1 }];
   if (packet.protocol !== 'tcp') return [packet, { reply: true }, packet];
-  return [packet, { reply: true }, { ...packet, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 }];
+  const handshake: KernelFlowPacket[] = [packet, { reply: true }, { ...packet, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 }];
+  return then === 'next packet' || then === 'next connection' ? handshake : tcpEnding(packet, handshake, then);
+}
+
+/** The packets of a TCP ending after `handshake` (or after the SYN alone), each in the windows
+ * of the packets before it; the new SYN starts far past the old connection's sequence numbers. */
+function tcpEnding(packet: KernelPacket, handshake: readonly KernelFlowPacket[], then: TcpEnding): readonly KernelFlowPacket[] {
+  const client = (tcpFlags: string, seq: number, ack?: number): KernelFlowPacket => ({ ...packet, tcpFlags, tcpSeq: DEFAULT_SEQ + seq, ...(ack !== undefined && { tcpAck: REPLY_SEQ + ack }) });
+  const reopen = client('syn', 0x10000);
+  switch (then) {
+    case 'reset':
+      return [...handshake, client('rst', 1), reopen];
+    case 'reply reset':
+      return [...handshake, { reply: true, tcpFlags: 'rst', tcpSeq: REPLY_SEQ + 1 }, reopen];
+    case 'fin':
+      return [...handshake, client('fin,ack', 1, 1), { reply: true, tcpFlags: 'fin,ack', tcpSeq: REPLY_SEQ + 1, tcpAck: DEFAULT_SEQ + 2 }, client('ack', 2, 2), reopen];
+    case 'half close':
+      return [...handshake, client('fin,ack', 1, 1), reopen];
+    case 'reset before reply':
+      return [packet, client('rst', 1), reopen];
+    case 'refused':
+      return [packet, { reply: true, tcpFlags: 'rst,ack', tcpSeq: 0, tcpAck: DEFAULT_SEQ + 1 }, reopen];
+  }
 }

@@ -19,7 +19,7 @@ import { simulatePacket } from '../../src/sim/simulate-packet.js';
 import { generateKubeProxyDump } from '../../bench/gen/kube-proxy-dump.mjs';
 import { generateKubeProxyNft } from '../../bench/gen/kube-proxy-nft.mjs';
 import { compareFlowWithKernel, compareWithKernel, indexRules, kernelSteps } from './differential-compare.js';
-import { GENERATED_HOST, arbitraryCase, renderCase } from './differential-arbitraries.js';
+import { GENERATED_HOST, TCP_ENDINGS, arbitraryCase, flowOf, renderCase } from './differential-arbitraries.js';
 import { DEFAULT_SEQ, type KernelPacket } from './harness/craft-packet.js';
 import { REPLY_SEQ, openKernelHarness, type KernelFlowPacket, type KernelHarness, type KernelHost, type KernelRuleset } from './harness/kernel-harness.js';
 import { findKernelSkipReason } from './helpers/network-namespace.mjs';
@@ -1040,6 +1040,39 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: a SYN whose repl
   it.each(['ack', 'syn', 'rst'] as const)('to a local address, the next packet with %s', async (tcpFlags) => {
     const local = { ...packet, dst: '192.0.2.10' } as const;
     const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, throughLo, [local, { reply: true }, { ...local, tcpFlags }], 'asSent');
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+});
+
+describe.skipIf(skipReason !== undefined)('kernel-differential: TCP endings and a SYN from the same port', () => {
+  // nf_conntrack_proto_tcp.c nf_conntrack_tcp_packet: a SYN after a close by FINs or after the
+  // client's own reset reopens the connection (new, through the nat chain again); after the
+  // server's reset or a half close it is ignored (the old connection, its mapping); a reset
+  // before any reply deletes the entry. The handshake's ACK makes the connection assured.
+  const rulesets = [
+    {
+      kind: 'nft',
+      text: `table ip t {
+  chain pre {
+    type nat hook prerouting priority dstnat; policy accept;
+    tcp dport 80 dnat to 198.51.100.20
+  }
+  chain fw {
+    type filter hook forward priority 0; policy accept;
+    ct state new meta mark set mark or 0x1
+    ct state established meta mark set mark or 0x2
+    ct state invalid meta mark set mark or 0x4
+    ct status assured meta mark set mark or 0x8
+    ct direction reply meta mark set mark or 0x10
+  }
+}
+`,
+      file: 't.nft',
+    },
+  ] as const;
+  const packet = { iif: 'eth0', src: '192.0.2.1', dst: '192.0.2.10', protocol: 'tcp', sport: 40000, dport: 80 } as const;
+  it.each(TCP_ENDINGS)('%s', async (ending) => {
+    const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, rulesets, flowOf(packet, ending)!, 'asWritten');
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
   });
 });

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ConntrackTable, IPS, invertTuple, tupleOf, type CtEntry, type CtTuple } from '../../src/sim/conntrack-table.js';
+import { openTcp, TCP_STATE } from '../../src/sim/tcp-tracking.js';
 import { parseAddress } from '../../src/sim/address.js';
 
 const a = (text: string) => parseAddress(text)!;
 const tcp = (src: string, sport: number | string, dst: string, dport: number | string): CtTuple => ({ family: 'ip', l4proto: 6, src: a(src).n, dst: a(dst).n, sport, dport, zone: 0 });
 
 function entry(original: CtTuple, reply: CtTuple = invertTuple(original)): CtEntry {
-  return { original, reply, mark: 0, status: IPS.confirmed, natDone: 0, nat: [], synSent: true };
+  return { original, reply, mark: 0, status: IPS.confirmed, natDone: 0, nat: [], tcp: openTcp(0x02) };
 }
 
 describe('conntrack tuples', () => {
@@ -68,5 +69,24 @@ describe('ConntrackTable', () => {
     copy.lookup(original)!.entry.mark = 7;
     expect(table.lookup(original)!.entry.mark).toBe(0);
     expect(copy.lookup(invertTuple(original))!.entry.mark).toBe(7);
+  });
+
+  it('clones a TCP connection\'s tracking too (each random branch moves its own)', () => {
+    const table = new ConntrackTable();
+    table.insert(entry(original));
+    const copy = table.clone();
+    copy.lookup(original)!.entry.tcp!.state = TCP_STATE.close;
+    expect(table.lookup(original)!.entry.tcp!.state).toBe(TCP_STATE.synSent);
+  });
+
+  it('removes an entry by both tuples, freeing them (nf_ct_kill)', () => {
+    const table = new ConntrackTable();
+    const first = entry(original, reply);
+    table.insert(first);
+    table.insert(entry(tcp('192.0.2.99', 40001, '192.0.2.10', 80)));
+    table.remove(first);
+    expect([table.lookup(original), table.lookup(reply), table.isTaken(original)]).toEqual([undefined, undefined, false]);
+    expect(table.entries).toHaveLength(1);
+    expect(table.insert(entry(original, reply))).toBe(true);
   });
 });

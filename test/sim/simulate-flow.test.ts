@@ -90,6 +90,50 @@ describe('conntrack across the packets of a flow', () => {
   });
 });
 
+// TCP connection tracking (src/sim/tcp-tracking.ts, nf_conntrack_proto_tcp.c
+// nf_conntrack_tcp_packet): the last packet of each flow marks what it saw at prerouting after
+// conntrack (new 0x1, established 0x2, direction reply 0x4, status assured 0x8, invalid 0x10),
+// and its NAT says whether the nat chain ran for it (a new connection) or the connection's
+// mapping was applied. The kernel rows for the endings: the generated flows of
+// test/kernel/differential.test.ts (differential-arbitraries.ts TCP_ENDINGS).
+describe('TCP connection tracking across a flow', () => {
+  const TRACKED = `table ip t {
+  chain nat { type nat hook prerouting priority dstnat; policy accept; tcp dport 80 dnat to 10.244.1.7 }
+  chain pre { type filter hook prerouting priority 0; policy accept;
+    ct state new meta mark set mark or 0x1
+    ct state established meta mark set mark or 0x2
+    ct direction reply meta mark set mark or 0x4
+    ct status assured meta mark set mark or 0x8
+    ct state invalid meta mark set mark or 0x10
+  }
+}`;
+  const CLIENT = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'tcp', sport: 5555, dport: 80 } as const;
+  const client = (tcpFlags: string | readonly string[]) => ({ ...CLIENT, tcpFlags });
+  const server = (tcpFlags: string | readonly string[]) => ({ reply: true as const, tcpFlags });
+  const HANDSHAKE = [client('syn'), { reply: true as const }, client('ack')];
+  it.each([
+    ['the handshake\'s ACK completes it: established and assured (SYN_RECV → ESTABLISHED)', HANDSHAKE, 0x0a, 'original'],
+    ['the SYN-ACK is not assured yet', HANDSHAKE.slice(0, 2), 0x06, 'reply'],
+    ['a reset in ESTABLISHED is still the connection\'s (→ CLOSE)', [...HANDSHAKE, client('rst')], 0x0a, 'original'],
+    ['a SYN after the client\'s reset reopens the connection: new, through the nat chain', [...HANDSHAKE, client('rst'), client('syn')], 0x01, 'rule'],
+    ['a SYN after the server\'s reset is ignored: the old connection, its mapping', [...HANDSHAKE, server('rst'), client('syn')], 0x0a, 'original'],
+    ['a SYN after both FINs and the last ACK (TIME_WAIT) reopens the connection', [...HANDSHAKE, client(['fin', 'ack']), server(['fin', 'ack']), client('ack'), client('syn')], 0x01, 'rule'],
+    ['a SYN after the client\'s FIN alone (FIN_WAIT) is ignored', [...HANDSHAKE, client(['fin', 'ack']), client('syn')], 0x0a, 'original'],
+    ['a reset before any reply deletes the connection: the next SYN is new', [client('syn'), client('rst'), client('syn')], 0x01, 'rule'],
+    ['so does the server\'s reset before any reply', [client('syn'), server('rst'), client('syn')], 0x01, 'rule'],
+    ['a server\'s ACK to a SYN (SYN_SENT) is ignored: established, in reply', [client('syn'), server('ack')], 0x06, 'reply'],
+    ['a server\'s FIN to a SYN is invalid', [client('syn'), server(['fin', 'ack'])], 0x10, undefined],
+    ['a SYN from the server in ESTABLISHED is invalid', [...HANDSHAKE, server('syn')], 0x10, undefined],
+    ['a SYN-ACK from the client in ESTABLISHED is invalid', [...HANDSHAKE, client(['syn', 'ack'])], 0x10, undefined],
+    ['a FIN without ACK is an invalid flag set (tcp_error), whatever the state', [...HANDSHAKE, client('fin')], 0x10, undefined],
+    ['PSH does not count: SYN and PSH opens a connection', [client(['syn', 'psh'])], 0x01, 'rule'],
+  ] as const)('%s', (_name, packets, mark, nat) => {
+    const last = only(TRACKED, packets).at(-1)!;
+    expect(last.mark).toBe(`0x${mark.toString(16).padStart(8, '0')}`);
+    expect(last.nat.map((n) => n.conntrack ?? 'rule')[0]).toBe(nat);
+  });
+});
+
 const NAT = `table ip nat {
   chain pre { type nat hook prerouting priority dstnat; policy accept;
     tcp dport 80 dnat to 10.244.1.5:8080

@@ -1,0 +1,129 @@
+// TCP connection tracking as nf_conntrack_proto_tcp.c does it, without the window checks: the
+// state of a connection, moved by each packet's flags and direction through the kernel's
+// transition table (tcp_conntracks), with what tcp_packet does beside the table: packets the
+// table finds invalid get no entry, ignored ones pass without changing it, a SYN after a close
+// reopens the connection, a reset before any reply deletes the entry, and the handshake's end
+// marks the connection assured. Sequence numbers are taken to be in the window: a flow's packets
+// are assumed to follow each other as the peers would send them (docs/simulator-limits.md).
+
+/** enum tcp_conntrack (include/uapi/linux/netfilter/nf_conntrack_tcp.h). */
+export const TCP_STATE = { none: 0, synSent: 1, synRecv: 2, established: 3, finWait: 4, closeWait: 5, lastAck: 6, timeWait: 7, close: 8, synSent2: 9 } as const;
+
+// The table's two non-states: an invalid packet (TCP_CONNTRACK_MAX) and an ignored one.
+const sIV = 10;
+const sIG = 11;
+
+/** enum tcp_bit_set: which of SYN, SYN-ACK, FIN, ACK, RST a packet is (get_conntrack_index). */
+const INDEX = { syn: 0, synack: 1, fin: 2, ack: 3, rst: 4, none: 5 } as const;
+
+const { none: sNO, synSent: sSS, synRecv: sSR, established: sES, finWait: sFW, closeWait: sCW, lastAck: sLA, timeWait: sTW, close: sCL, synSent2: sS2 } = TCP_STATE;
+
+/** tcp_conntracks[direction][index][state]: the state a packet moves a connection to. */
+const TRANSITIONS: readonly (readonly (readonly number[])[])[] = [
+  [
+    // original:  sNO  sSS  sSR  sES  sFW  sCW  sLA  sTW  sCL  sS2
+    /* syn */    [sSS, sSS, sIG, sIG, sIG, sIG, sIG, sSS, sSS, sS2],
+    /* synack */ [sIV, sIV, sSR, sIV, sIV, sIV, sIV, sIV, sIV, sSR],
+    /* fin */    [sIV, sIV, sFW, sFW, sLA, sLA, sLA, sTW, sCL, sIV],
+    /* ack */    [sES, sIV, sES, sES, sCW, sCW, sTW, sTW, sCL, sIV],
+    /* rst */    [sIV, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL],
+    /* none */   [sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV],
+  ],
+  [
+    // reply:     sNO  sSS  sSR  sES  sFW  sCW  sLA  sTW  sCL  sS2
+    /* syn */    [sIV, sS2, sIV, sIV, sIV, sIV, sIV, sSS, sIV, sS2],
+    /* synack */ [sIV, sSR, sIG, sIG, sIG, sIG, sIG, sIG, sIG, sSR],
+    /* fin */    [sIV, sIV, sFW, sFW, sLA, sLA, sLA, sTW, sCL, sIV],
+    /* ack */    [sIV, sIG, sSR, sES, sCW, sCW, sTW, sTW, sCL, sIG],
+    /* rst */    [sIV, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL, sCL],
+    /* none */   [sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV, sIV],
+  ],
+];
+
+// TCP flag bits (include/net/tcp.h TCPHDR_*).
+const FIN = 0x01;
+const SYN = 0x02;
+const RST = 0x04;
+const PSH = 0x08;
+const ACK = 0x10;
+const URG = 0x20;
+
+/** tcp_valid_flags: the flag sets tcp_error lets through, PSH ignored (ECE and CWR are above the
+ * flags nftsim keeps). Any other set is invalid before conntrack looks at the connection. */
+const VALID_FLAGS: ReadonlySet<number> = new Set([SYN, SYN | URG, SYN | ACK, RST, RST | ACK, FIN | ACK, FIN | ACK | URG, ACK, ACK | URG]);
+
+/** get_conntrack_index for a packet tcp_error lets through; undefined for one it finds invalid. */
+function indexOf(flags: number): number | undefined {
+  const core = flags & (FIN | SYN | RST | ACK | URG);
+  if (!VALID_FLAGS.has(core & ~PSH)) return undefined;
+  if (core & RST) return INDEX.rst;
+  if (core & SYN) return core & ACK ? INDEX.synack : INDEX.syn;
+  if (core & FIN) return INDEX.fin;
+  return core & ACK ? INDEX.ack : INDEX.none;
+}
+
+/** What conntrack tracks of a TCP connection beside its state (struct ip_ct_tcp). */
+export interface TcpTrack {
+  state: number;
+  /** The kind and direction of the last packet the connection accepted or ignored. */
+  lastIndex: number;
+  lastDir: 0 | 1;
+  /** A FIN started the close (IP_CT_TCP_FLAG_CLOSE_INIT, of either direction). */
+  closeInit: boolean;
+  /** A SYN came from both ends (IP_CT_TCP_SIMULTANEOUS_OPEN). */
+  simultaneousOpen: boolean;
+  /** A SYN was ignored in LAST_ACK: the peer may answer it with an ACK that is not the last one
+   * (IP_CT_EXP_CHALLENGE_ACK, RFC 5961). */
+  challengeAck: boolean;
+}
+
+/** The tracking a first packet starts (tcp_new and its own transition), undefined when it opens
+ * no connection: only a SYN, or an ACK picked up mid-stream (nf_conntrack_tcp_loose, 1 by
+ * default), does. */
+export function openTcp(flags: number): TcpTrack | undefined {
+  const index = indexOf(flags);
+  if (index === undefined) return undefined;
+  const state = TRANSITIONS[0]![index]![sNO]!;
+  if (state >= sIV) return undefined;
+  return { state, lastIndex: index, lastDir: 0, closeInit: false, simultaneousOpen: false, challengeAck: false };
+}
+
+/** What a packet does to a connection it belongs to. `accepted`: it gets the entry (`assured`
+ * when it completes the handshake); `ignored`: it gets the entry, which it does not change;
+ * `invalid`: it gets none; `reopen`: the entry is deleted and the packet opens a connection of its
+ * own; `killed`: it gets the entry, which is deleted (a reset before any reply). */
+export type TcpVerdict = 'accepted' | 'assured' | 'ignored' | 'invalid' | 'reopen' | 'killed';
+
+/** nf_conntrack_tcp_packet for a packet of a confirmed connection, moving `track` (`seenReply`:
+ * a reply was seen before this packet; `assured`: the connection is assured already). */
+export function trackTcp(track: TcpTrack, direction: 0 | 1, flags: number, seenReply: boolean, assured: boolean): TcpVerdict {
+  const index = indexOf(flags);
+  if (index === undefined) return 'invalid';
+  const old = track.state;
+  let next = TRANSITIONS[direction]![index]![old]!;
+  if (next === sSS && old >= sTW) {
+    // A SYN after a close: a new connection where a FIN closed this one or the same end reset it.
+    if (track.closeInit || (track.lastDir === direction && track.lastIndex === INDEX.rst)) return 'reopen';
+    next = sIG;
+  }
+  if (next === sIV) return 'invalid';
+  if (next === sIG) {
+    track.lastIndex = index;
+    track.lastDir = direction;
+    if (index === INDEX.syn && direction === 0) track.challengeAck = old === sLA;
+    return 'ignored';
+  }
+  if (next === sTW && old === sLA && index === INDEX.ack && track.lastDir !== direction && track.lastIndex === INDEX.syn && track.challengeAck) {
+    // The answer to a SYN ignored in LAST_ACK, not the last ACK: nothing changes.
+    track.challengeAck = false;
+    return 'ignored';
+  }
+  if (next === sS2) track.simultaneousOpen = true;
+  if (next === sSR && direction === 1 && index === INDEX.ack && track.simultaneousOpen) next = sES;
+  track.lastIndex = index;
+  track.lastDir = direction;
+  track.state = next;
+  if (old !== next && next === sFW) track.closeInit = true;
+  if (!seenReply) return index === INDEX.rst ? 'killed' : 'accepted';
+  return !assured && (old === sSR || old === sES) && next === sES ? 'assured' : 'accepted';
+}
