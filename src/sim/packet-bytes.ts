@@ -27,6 +27,7 @@
 
 import type { Payload, RawPayload } from '../model/ast.js';
 import type { AddressFamily } from './address.js';
+import { portBounds } from './conntrack-table.js';
 import { L4_NUMBERS } from './packet.js';
 import { NotModelled, type PacketState, type SimContext, type StoredHeaders } from './sim-context.js';
 
@@ -316,10 +317,15 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-function currentHeaders(ctx: SimContext): StoredHeaders {
-  const headers = serialiseHeaders(ctx.family, ctx.pkt);
-  fillIcmpRest(ctx.pkt, headers.th);
+function currentHeaders(ctx: SimContext, p: PacketState = ctx.pkt): StoredHeaders {
+  const headers = serialiseHeaders(ctx.family, p);
+  fillIcmpRest(p, headers.th);
   return headers;
+}
+
+/** A port, the first of a range NAT picked from. */
+function firstPort(value: number | string | undefined): number | undefined {
+  return typeof value === 'string' ? portBounds(value)[0] : value;
 }
 
 /** Reads bits of the packet from a header base, as nft_payload_eval does. */
@@ -399,7 +405,12 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
     raw = true;
   }
   if (loc.base === 'll' || loc.base === 'ih') throw new NotModelled(`a payload statement on the ${loc.base === 'll' ? 'link layer' : 'inner'} header`);
-  const headers = currentHeaders(ctx);
+  // A port NAT picked from a range is one port of it in the kernel, which a write elsewhere in
+  // the headers leaves as it is: written out as the range's first, it stays the range after.
+  const p = ctx.pkt;
+  const picked = { sport: p.sport, dport: p.dport };
+  const ranged = typeof p.sport === 'string' || typeof p.dport === 'string';
+  const headers = currentHeaders(ctx, ranged ? { ...p, sport: firstPort(p.sport), dport: firstPort(p.dport) } : p);
   const packet = concat([headers.nh, headers.th]);
   const start = loc.base === 'th' ? headers.nh.length * 8 : 0;
   if (!writeBits(packet, start + loc.offset, loc.length, value & ((1n << BigInt(loc.length)) - 1n))) {
@@ -411,6 +422,9 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
     throw new NotModelled('a raw payload statement changing the IP version or header length');
   }
   readBack(ctx, nh, th, raw || headers.staleChecksum === true);
+  const portsWritten = loc.base === 'th' && loc.offset < 32;
+  if (!portsWritten && typeof picked.sport === 'string') p.sport = picked.sport;
+  if (!portsWritten && typeof picked.dport === 'string') p.dport = picked.dport;
 }
 
 /** Takes the packet state's fields from rewritten headers and keeps the headers for the rest. */
