@@ -59,8 +59,10 @@ interface GenTable {
  * closing (FIN_WAIT), or either end resets it before any reply (the server as a closed port
  * answers a SYN). Conntrack reopens the connection for the SYN where a FIN closed it or the
  * client reset it, deletes it at a reset before a reply, and ignores the SYN otherwise
- * (nf_conntrack_proto_tcp.c nf_conntrack_tcp_packet). */
-export const TCP_ENDINGS = ['reset', 'reply reset', 'fin', 'half close', 'reset before reply', 'refused'] as const;
+ * (nf_conntrack_proto_tcp.c nf_conntrack_tcp_packet). Or a stray packet follows: after the
+ * handshake a FIN without ACK (a flag set tcp_error refuses), a SYN-ACK from the client or a SYN
+ * from the server (invalid in ESTABLISHED); or the server's bare ACK to the SYN (ignored). */
+export const TCP_ENDINGS = ['reset', 'reply reset', 'fin', 'half close', 'reset before reply', 'refused', 'bare fin', 'client syn-ack', 'server syn', 'server ack'] as const;
 export type TcpEnding = (typeof TCP_ENDINGS)[number];
 
 export interface GeneratedCase {
@@ -235,7 +237,7 @@ export function flowOf(packet: KernelPacket, then: NonNullable<GeneratedCase['fl
 }
 
 /** The packets of a TCP ending after `handshake` (or after the SYN alone), each in the windows
- * of the packets before it; the new SYN starts far past the old connection's sequence numbers. */
+ * of the packets before it; a new SYN starts far past the old connection's sequence numbers. */
 function tcpEnding(packet: KernelPacket, handshake: readonly KernelFlowPacket[], then: TcpEnding): readonly KernelFlowPacket[] {
   const client = (tcpFlags: string, seq: number, ack?: number): KernelFlowPacket => ({ ...packet, tcpFlags, tcpSeq: DEFAULT_SEQ + seq, ...(ack !== undefined && { tcpAck: REPLY_SEQ + ack }) });
   const reopen = client('syn', 0x10000);
@@ -252,5 +254,13 @@ function tcpEnding(packet: KernelPacket, handshake: readonly KernelFlowPacket[],
       return [packet, client('rst', 1), reopen];
     case 'refused':
       return [packet, { reply: true, tcpFlags: 'rst,ack', tcpSeq: 0, tcpAck: DEFAULT_SEQ + 1 }, reopen];
+    case 'bare fin':
+      return [...handshake, client('fin', 1)];
+    case 'client syn-ack':
+      return [...handshake, client('syn,ack', 1, 1)];
+    case 'server syn':
+      return [...handshake, { reply: true, tcpFlags: 'syn', tcpSeq: REPLY_SEQ + 1 }];
+    case 'server ack':
+      return [packet, { reply: true, tcpFlags: 'ack', tcpSeq: REPLY_SEQ, tcpAck: DEFAULT_SEQ + 1 }];
   }
 }
