@@ -64,6 +64,8 @@ export interface Packet {
   readonly icmpType?: number;
   readonly icmpCode?: number;
   readonly mark: number;
+  /** The input gave `ct`: the packet sees it instead of what the conntrack table says. */
+  readonly ctGiven: boolean;
   readonly ct: {
     readonly state: CtStateName;
     readonly mark: number;
@@ -158,8 +160,7 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
   // without an entry, invalid (nf_conntrack_core.c nf_conntrack_handle_icmp). Nor does any other
   // ICMP type but a query: an echo reply without its request is invalid.
   const isError = l4proto !== undefined && icmpType !== undefined && isIcmpError(l4proto, icmpType);
-  const opensNoIcmpConnection = l4proto !== undefined && icmpType !== undefined && !opensIcmpConnection(l4proto, icmpType);
-  const ct = readCt(reader, record.ct, at('ct'), isTcp ? firstTcpState(tcpFlags) : opensNoIcmpConnection ? 'invalid' : 'new');
+  const ct = readCt(reader, record.ct, at('ct'), entrylessState(l4proto, tcpFlags, icmpType));
   let quoted: QuotedPacket | undefined;
   if (record.quoted !== undefined) {
     if (isError) quoted = readQuoted(reader, record.quoted, at('quoted'), host, family);
@@ -183,6 +184,7 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
           tcpFlags,
           ...(icmpType !== undefined && { icmpType, icmpCode }),
           mark: record.mark === undefined ? 0 : (reader.unsigned(record.mark, at('mark'), 32) ?? 0),
+          ctGiven: record.ct !== undefined,
           ct,
           // Default: the headers alone, no payload and no options (packet-bytes.ts), as the
           // kernel harness crafts a first packet.
@@ -255,13 +257,14 @@ function readFlags(reader: FieldReader, value: unknown, path: FieldPath, dtype: 
 const CT_STATES: readonly CtStateName[] = ['new', 'established', 'related', 'invalid', 'untracked'];
 
 /**
- * The state of a TCP packet that opens no entry of its own: conntrack gives a first packet an
- * entry (new) only for a SYN, or a bare ACK (mid-stream pickup, nf_conntrack_tcp_loose defaults to
- * 1); SYN-ACK, FIN, RST first packets and invalid flag sets get none and read as invalid
- * (tcp-tracking.ts openTcp).
+ * What conntrack makes of a packet it finds no entry for: a new connection, unless it is a TCP
+ * packet that cannot open one (only a SYN, or a bare ACK picked up mid-stream, can: tcp-tracking.ts
+ * openTcp) or an ICMP type other than a query (an echo reply without its request, an error it
+ * relates to nothing), which are invalid.
  */
-function firstTcpState(flags: number): CtStateName {
-  return openTcp(flags) ? 'new' : 'invalid';
+export function entrylessState(l4proto: number | undefined, tcpFlags: number, icmpType: number | undefined): CtStateName {
+  if (l4proto === L4_NUMBERS.tcp) return openTcp(tcpFlags) ? 'new' : 'invalid';
+  return l4proto !== undefined && icmpType !== undefined && !opensIcmpConnection(l4proto, icmpType) ? 'invalid' : 'new';
 }
 
 function readCt(reader: FieldReader, value: unknown, path: FieldPath, defaultState: CtStateName): Packet['ct'] | undefined {

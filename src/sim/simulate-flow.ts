@@ -66,7 +66,7 @@ export function runFlow(index: HookIndex, host: Host, steps: readonly FlowStep[]
     if (isReply(step.value)) return undefined;
     const read = readPacket(step.value, host, step.path);
     errors.push(...read.errors);
-    return read.packet && { packet: read.packet, explicitCt: hasCt(step.value) };
+    return read.packet;
   });
   if (errors.length > 0) return { branches: [], errors };
   const seen = new Set<string>();
@@ -83,7 +83,7 @@ export function runFlow(index: HookIndex, host: Host, steps: readonly FlowStep[]
         }
         break;
       }
-      runs.push(runPacket(index, host, packet.packet, { explicitCt: packet.explicitCt, keep: true }, branchState, choose));
+      runs.push(runPacket(index, host, packet, { keep: true }, branchState, choose));
     }
     return { runs, state: branchState };
   });
@@ -104,16 +104,12 @@ function isReply(value: unknown): boolean {
   return isRecord(value) && 'reply' in value;
 }
 
-function hasCt(value: unknown): boolean {
-  return isRecord(value) && value.ct !== undefined;
-}
-
 // TCP flag bits (include/net/tcp.h TCPHDR_SYN, TCPHDR_ACK).
 const TCP_SYN = 0x02;
 const TCP_ACK = 0x10;
 
 /** The reply to `previous` as it left the node, with the step's fields over it. */
-function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host): { packet: Packet; explicitCt: boolean } | { errors: InputError[] } {
+function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host): Packet | { errors: InputError[] } {
   const { reply, ...overrides } = step.value as Record<string, unknown>;
   const fail = (path: FieldPath, message: string) => ({ errors: [{ path, message: `${pathText(path)}: ${message}` }] });
   if (reply !== true) return fail([...step.path, 'reply'], 'expected true (the reply to the previous packet)');
@@ -143,11 +139,10 @@ function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host):
   const read = readPacket({ ...derived, ...overrides }, host, step.path);
   if (!read.packet) return { errors: read.errors };
   const packet = read.packet;
-  const explicitCt = hasCt(overrides);
-  if (packet.icmpType === undefined || !isIcmpError(packet.l4proto, packet.icmpType)) return { packet, explicitCt };
+  if (packet.icmpType === undefined || !isIcmpError(packet.l4proto, packet.icmpType)) return packet;
   // An ICMP error about the previous packet quotes it as it left the node, as much as fits in
   // an error of 576 bytes (IPv4, icmp_send) or 1280 (IPv6, icmp6_send).
   const quoted: QuotedPacket = { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: port(p.sport), dport: port(p.dport), icmpType: p.icmpType };
   const length = overrides.length === undefined ? Math.min(packet.length + p.length, previous.family === 'ip' ? 576 : 1280) : packet.length;
-  return { packet: { ...packet, quoted, length }, explicitCt };
+  return { ...packet, quoted, length };
 }

@@ -7,7 +7,7 @@ import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint, setUpNullBinding } from './evaluate-stmt.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
-import { protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
+import { entrylessState, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
 import type { InputError } from './read-fields.js';
 import { openTcp, trackTcp } from './tcp-tracking.js';
@@ -73,8 +73,8 @@ export function simulatePacket(ruleset: Ruleset, input: SimulationInput, options
 /** simulatePacket for an already resolved host and packet (its `ct` as given). */
 export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, options: SimulateOptions = {}): Outcome[] {
   const index = indexOf(ruleset);
-  // A single packet with its own `ct` neither reads nor fills the conntrack table (runPacket's
-  // RunHow): one empty table serves every run; the dynamic sets are the run's own.
+  // A single packet does not fill the conntrack table (runPacket's RunHow): one empty table
+  // serves every run; the dynamic sets are the run's own.
   return enumerateBranches(options, (choose) => runPacket(index, host, packet, SINGLE_PACKET, { conntrack: UNUSED_TABLE, dynamicSets: new Map() }, choose).outcome).map(
     // The outcome is this run's own new object: completed in place, with `probability` last as
     // a spread would put it (copying it was a twentieth of the time of a packet).
@@ -83,7 +83,7 @@ export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, o
 }
 
 const UNUSED_TABLE = new ConntrackTable();
-const SINGLE_PACKET: RunHow = { explicitCt: true, keep: false };
+const SINGLE_PACKET: RunHow = { keep: false };
 
 /** A fresh state: an empty conntrack table, no dynamic set elements. */
 export function createSimState(): SimState {
@@ -166,11 +166,10 @@ export interface PacketRun {
   readonly family: Packet['family'];
 }
 
-/** How a packet runs: `explicitCt`, its input gave `ct` (no table lookup); `keep`, a later
- * packet may read what it leaves in the state (a single packet's confirmed entry is not stored,
- * which keeps simulatePacket as fast as before flows existed). */
+/** How a packet runs: `keep`, a later packet may read what it leaves in the state (a single
+ * packet's confirmed entry is not stored, which keeps simulatePacket as fast as before flows
+ * existed). */
 export interface RunHow {
-  readonly explicitCt: boolean;
   readonly keep: boolean;
 }
 
@@ -219,7 +218,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     ctAttached: false,
     zoneTemplate: false,
     untrackedFrom: undefined,
-    conn: { table: state.conntrack, explicit: how.explicitCt, keep: how.keep, entry: undefined, tuple: undefined, mapped: {}, carried: false, quoted: packet.quoted },
+    conn: { table: state.conntrack, explicit: packet.ctGiven, keep: how.keep, entry: undefined, tuple: undefined, tcp: undefined, mapped: {}, carried: false, quoted: packet.quoted },
     iif: packet.iif,
     oif: undefined,
     natDone: 0,
@@ -318,13 +317,18 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
     if (conn.quoted && !conn.explicit) relateIcmpError(ctx, conn.quoted);
     return;
   }
+  const p = ctx.pkt;
   if (!conn.explicit) {
     const found = conn.table.lookup(tuple);
     if (found && trackConnection(ctx, found) !== 'reopened') return;
+    // No entry: the packet as it is here (a rule before conntrack may have rewritten its flags).
+    ctx.ct.state = entrylessState(p.l4proto, p.tcpFlags, p.icmpType);
   }
   // An explicit `ct` is what the user says the packet sees; it opens a connection only as new
   // in the original direction.
-  if (ctx.ct.state === 'new' && ctx.ct.direction === 0) conn.tuple = tuple;
+  if (ctx.ct.state !== 'new' || ctx.ct.direction !== 0) return;
+  conn.tuple = tuple;
+  conn.tcp = p.l4proto === TCP ? openTcp(p.tcpFlags) : undefined;
 }
 
 /** IPPROTO_TCP. */
@@ -448,7 +452,7 @@ function confirm(ctx: SimContext): void {
     status: ctx.ct.status,
     natDone: ctx.natDone,
     nat: [...ctx.nat],
-    tcp: original.l4proto === TCP ? openTcp(ctx.pkt.tcpFlags) : undefined,
+    tcp: conn.tcp,
   };
   if (!conn.keep || conn.table.insert(entry)) conn.entry = entry;
 }

@@ -110,7 +110,12 @@ export function trackTcp(track: TcpTrack, direction: 0 | 1, flags: number, seenR
   if (next === sIG) {
     track.lastIndex = index;
     track.lastDir = direction;
-    if (index === INDEX.syn && direction === 0) track.challengeAck = old === sLA;
+    // The SYN's options replace what the last packets left (last_flags): the mark of a
+    // simultaneous open among them.
+    if (index === INDEX.syn && direction === 0) {
+      track.simultaneousOpen = false;
+      track.challengeAck = old === sLA;
+    }
     return 'ignored';
   }
   if (next === sTW && old === sLA && index === INDEX.ack && track.lastDir !== direction && track.lastIndex === INDEX.syn && track.challengeAck) {

@@ -1090,6 +1090,27 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: TCP endings and 
   });
 });
 
+describe.skipIf(skipReason !== undefined)('kernel-differential: TCP flags rewritten before or after conntrack', () => {
+  // nf_conntrack_in reads the flags the packet has at priority -200: a rewrite in a chain before
+  // it decides whether the packet opens a connection, one after it does not change the state
+  // conntrack gave the connection (helper review of the TCP tracking: nftsim read the flags as
+  // given, and when the connection was confirmed).
+  const marks = 'ct state new meta mark set mark or 0x1\n    ct state established meta mark set mark or 0x2\n    ct state invalid meta mark set mark or 0x4';
+  const ruleset = (where: string, rewrite: string) => [
+    { kind: 'nft', text: `table ip t {\n  chain rw {\n    type filter hook ${where}; policy accept;\n    ${rewrite}\n  }\n  chain fw {\n    type filter hook forward priority 10; policy accept;\n    ${marks}\n  }\n}\n`, file: 't.nft' },
+  ] as const;
+  const packet = { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80 } as const;
+  it('a FIN-ACK made a SYN before conntrack opens a connection', async () => {
+    const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets: ruleset('prerouting priority -300', 'tcp flags fin | ack tcp flags set syn'), packet: { ...packet, tcpFlags: 'fin,ack' } });
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+  it('a SYN made an ACK after conntrack: the next ACK is invalid (the connection is SYN_SENT)', async () => {
+    const flow = [packet, { ...packet, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 }] as const;
+    const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, ruleset('forward priority 0', 'tcp flags syn tcp flags set ack'), flow, 'asWritten');
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+});
+
 describe.skipIf(skipReason !== undefined)('kernel-differential: an ICMP answer without its query', () => {
   // The echo request is untracked, so its reply finds no connection, and an echo reply opens none
   // (nf_conntrack_proto_icmpv6.c valid_new): invalid, and the nat chain at input does not run
