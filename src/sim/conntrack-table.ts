@@ -156,6 +156,8 @@ export class ConntrackTable {
    * both directions, net/netfilter/nf_conntrack_core.c): one with the very ports, else one whose
    * port is a range the kernel picked from (the pick is one of the range's ports). */
   lookup(t: CtTuple): CtMatch | undefined {
+    // A single packet looks up an empty table: no key to make.
+    if (this.list.length === 0) return undefined;
     const bucket = this.buckets.get(bucketKey(t));
     if (!bucket) return undefined;
     return bucket.find((m) => isSamePorts(tupleAt(m), t)) ?? bucket.find((m) => portMatches(tupleAt(m).sport, t.sport) && portMatches(tupleAt(m).dport, t.dport));
