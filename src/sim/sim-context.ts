@@ -9,7 +9,6 @@ import type { Loc, NatEvent, TraceEvent } from './outcome.js';
 import type { CtStateName, Packet, QuotedPacket } from './packet.js';
 import { PLAIN_KEY, type RouteKey } from './route-rules.js';
 import type { HookIndex } from './pipeline.js';
-import type { TcpTrack } from './tcp-tracking.js';
 
 /** Thrown by the evaluators for something nftsim does not model; the rule it happens in becomes
  * an `unsupported` trace event (an internal signal, never seen by callers). It has no stack
@@ -92,9 +91,10 @@ export interface ConnLink {
   /** The entry found or, once confirmed, created. */
   entry?: CtEntry;
   /** The original tuple of a connection this packet opens (confirmed at the end of postrouting
-   * or input), and its TCP tracking, from the packet as conntrack saw it. */
+   * or input), and the TCP flags conntrack saw on it, which its tracking starts from (a rule
+   * after conntrack may rewrite the packet's). */
   tuple?: CtTuple;
-  tcp?: TcpTrack;
+  tcpFlags: number;
   /** Where the nat chains of this packet mapped each manipulation (address and port after
    * the rule), for the entry's reply tuple. */
   readonly mapped: Partial<Record<NatManip, { readonly addr: Address; readonly port?: number | string }>>;

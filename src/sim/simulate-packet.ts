@@ -218,7 +218,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     ctAttached: false,
     zoneTemplate: false,
     untrackedFrom: undefined,
-    conn: { table: state.conntrack, explicit: packet.ctGiven, keep: how.keep, entry: undefined, tuple: undefined, tcp: undefined, mapped: {}, carried: false, quoted: packet.quoted },
+    conn: { table: state.conntrack, explicit: packet.ctGiven, keep: how.keep, entry: undefined, tuple: undefined, tcpFlags: 0, mapped: {}, carried: false, quoted: packet.quoted },
     iif: packet.iif,
     oif: undefined,
     natDone: 0,
@@ -328,7 +328,7 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
   // in the original direction.
   if (ctx.ct.state !== 'new' || ctx.ct.direction !== 0) return;
   conn.tuple = tuple;
-  conn.tcp = p.l4proto === TCP ? openTcp(p.tcpFlags) : undefined;
+  conn.tcpFlags = p.tcpFlags;
 }
 
 /** IPPROTO_TCP. */
@@ -452,7 +452,7 @@ function confirm(ctx: SimContext): void {
     status: ctx.ct.status,
     natDone: ctx.natDone,
     nat: [...ctx.nat],
-    tcp: conn.tcp,
+    tcp: original.l4proto === TCP ? openTcp(conn.tcpFlags) : undefined,
   };
   if (!conn.keep || conn.table.insert(entry)) conn.entry = entry;
 }
