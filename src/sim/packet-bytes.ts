@@ -406,13 +406,15 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
   }
   if (loc.base === 'll' || loc.base === 'ih') throw new NotModelled(`a payload statement on the ${loc.base === 'll' ? 'link layer' : 'inner'} header`);
   // A port NAT picked from a range is one port of it in the kernel, which a write elsewhere in
-  // the headers leaves as it is: written out as the range's first, it stays the range after.
+  // the headers leaves as it is: written out as the range's first, it stays the range after,
+  // unless the write replaced it whole.
   const p = ctx.pkt;
   const picked = { sport: p.sport, dport: p.dport };
   const ranged = typeof p.sport === 'string' || typeof p.dport === 'string';
   const headers = currentHeaders(ctx, ranged ? { ...p, sport: firstPort(p.sport), dport: firstPort(p.dport) } : p);
-  const packet = concat([headers.nh, headers.th]);
   const start = loc.base === 'th' ? headers.nh.length * 8 : 0;
+  const kept = ranged ? keptPorts(picked, start + loc.offset - headers.nh.length * 8, loc.length) : NO_PORTS;
+  const packet = concat([headers.nh, headers.th]);
   if (!writeBits(packet, start + loc.offset, loc.length, value & ((1n << BigInt(loc.length)) - 1n))) {
     throw new NotModelled(`a payload statement beyond the headers nftsim models`);
   }
@@ -422,9 +424,22 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
     throw new NotModelled('a raw payload statement changing the IP version or header length');
   }
   readBack(ctx, nh, th, raw || headers.staleChecksum === true);
-  const portsWritten = loc.base === 'th' && loc.offset < 32;
-  if (!portsWritten && typeof picked.sport === 'string') p.sport = picked.sport;
-  if (!portsWritten && typeof picked.dport === 'string') p.dport = picked.dport;
+  Object.assign(p, kept);
+}
+
+const NO_PORTS = {};
+
+/** The ports NAT picked from a range that a write of `length` bits at `bit` (counted from the
+ * transport header's start) does not touch: they stay the range. One it touches, it rewrites
+ * whole: only a named port field gets here, since a raw payload statement first reads the
+ * headers, which is not modelled with a port range (evaluate-stmt.ts setPayload). */
+function keptPorts(picked: { readonly sport?: number | string; readonly dport?: number | string }, bit: number, length: number): { sport?: string; dport?: string } {
+  const kept: { sport?: string; dport?: string } = {};
+  for (const [field, from] of [['sport', 0], ['dport', 16]] as const) {
+    const range = picked[field];
+    if (typeof range === 'string' && (bit >= from + 16 || bit + length <= from)) kept[field] = range;
+  }
+  return kept;
 }
 
 /** Takes the packet state's fields from rewritten headers and keeps the headers for the rest. */

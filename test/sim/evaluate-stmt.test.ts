@@ -9,6 +9,12 @@ function run(rules: string, family = 'inet', hook = 'input', priority = '0', obj
   return simulateOne(text, LOCAL);
 }
 
+/** A forwarded packet SNATed to a port range at postrouting, then `rules` after the NAT. */
+function afterSnatRange(...rules: string[]): string {
+  const nat = 'table ip n {\n\tchain post {\n\t\ttype nat hook postrouting priority srcnat;\n\t\tsnat to 10.244.0.1:2000-3000\n\t}\n}\n';
+  return `${nat}table ip t {\n\tchain c {\n\t\ttype filter hook postrouting priority 200;\n\t\t${rules.join('\n\t\t')}\n\t}\n}\n`;
+}
+
 describe('payload statements change what later matches see (nft_payload_set)', () => {
   it.each([
     ['ip dscp set cs1', 'ip dscp cs1 @nh,8,8 0x20'],
@@ -37,12 +43,21 @@ describe('payload statements change what later matches see (nft_payload_set)', (
   it.each([
     ['ip dscp set cs1', 'ip dscp cs1', '2000-3000'],
     ['tcp flags set syn | ack', 'tcp flags syn | ack', '2000-3000'],
+    ['tcp dport set 8080', 'tcp dport 8080', '2000-3000'],
   ])('after SNAT to a port range, %s, then %s', (set, check, sport) => {
-    const nat = 'table ip n {\n\tchain post {\n\t\ttype nat hook postrouting priority srcnat;\n\t\tsnat to 10.244.0.1:2000-3000\n\t}\n}\n';
-    const text = `${nat}table ip t {\n\tchain c {\n\t\ttype filter hook postrouting priority 200;\n\t\t${set}\n\t\t${check} meta mark set 1\n\t}\n}\n`;
-    const o = simulateOne(text, FORWARDED);
+    const o = simulateOne(afterSnatRange(set, `${check} meta mark set 1`), FORWARDED);
     expect(o.trace.filter((e) => e.kind === 'unsupported' && e.chain === 'c')).toEqual([]);
     expect([o.mark, o.packet.sport]).toEqual(['0x00000001', sport]);
+  });
+
+  it.each([
+    ['tcp dport set 8080', 'tcp sport 2000', 'tcp sport after NAT picked a random port'],
+    // nftsim reads a field before writing it (its header must be there): for a raw payload
+    // statement, all the headers.
+    ['@th,8,16 set 0x1234', 'meta mark 0', 'sport after NAT picked a random port'],
+  ])('after SNAT to a port range, %s, then %s: the port the kernel picked is not known', (set, check, reason) => {
+    const o = simulateOne(afterSnatRange(set, `${check} meta mark set 1`), FORWARDED);
+    expect(o.trace.find((e) => e.kind === 'unsupported' && e.chain === 'c')?.reason).toContain(reason);
   });
 
   it('a checksum after a raw payload statement is not modelled (nft does not update it)', () => {
