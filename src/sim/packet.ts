@@ -64,8 +64,9 @@ export interface Packet {
   readonly icmpType?: number;
   readonly icmpCode?: number;
   readonly mark: number;
-  /** The input gave `ct`: the packet sees it instead of what the conntrack table says. */
-  readonly ctGiven: boolean;
+  /** False when the input gave no `ct`: the packet then sees what conntrack makes of it. A
+   * packet built by hand without it sees its `ct`, as before the field existed. */
+  readonly ctGiven?: boolean;
   readonly ct: {
     readonly state: CtStateName;
     readonly mark: number;

@@ -70,7 +70,7 @@ export function simulatePacket(ruleset: Ruleset, input: SimulationInput, options
   return { outcomes: simulateResolved(ruleset, host, packet, options) };
 }
 
-/** simulatePacket for an already resolved host and packet (its `ct` as given). */
+/** simulatePacket for an already resolved host and packet. */
 export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, options: SimulateOptions = {}): Outcome[] {
   const index = indexOf(ruleset);
   // A single packet does not fill the conntrack table (runPacket's RunHow): one empty table
@@ -218,7 +218,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     ctAttached: false,
     zoneTemplate: false,
     untrackedFrom: undefined,
-    conn: { table: state.conntrack, explicit: packet.ctGiven, keep: how.keep, entry: undefined, tuple: undefined, tcpFlags: 0, mapped: {}, carried: false, quoted: packet.quoted },
+    conn: { table: state.conntrack, explicit: packet.ctGiven !== false, keep: how.keep, entry: undefined, tuple: undefined, tcpFlags: 0, mapped: {}, carried: false, quoted: packet.quoted },
     iif: packet.iif,
     oif: undefined,
     natDone: 0,
@@ -309,20 +309,24 @@ function setNullBinding(ctx: SimContext, manip: NatManip | undefined): void {
 function attachConntrack(ctx: SimContext, tracked: boolean): void {
   ctx.ctAttached = tracked;
   const conn = ctx.conn;
-  // The packet's own state stands for what conntrack makes of it without an entry (new, or
-  // invalid for a TCP packet that cannot open one); `notrack` leaves it untracked.
+  // `notrack` leaves the packet untracked; one carried through lo keeps what it had.
   if (!tracked || conn.carried || ctx.ct.state === 'untracked') return;
-  const tuple = tupleOf(ctx.family, ctx.pkt, ctx.ct.zone);
+  const p = ctx.pkt;
+  // Without an entry, what conntrack makes of the packet as it is here (a rule before conntrack
+  // may have rewritten its TCP flags or ICMP type): new, or invalid.
+  const entryless = (): void => {
+    if (!conn.explicit) ctx.ct.state = entrylessState(p.l4proto, p.tcpFlags, p.icmpType);
+  };
+  const tuple = tupleOf(ctx.family, p, ctx.ct.zone);
   if (!tuple) {
+    entryless();
     if (conn.quoted && !conn.explicit) relateIcmpError(ctx, conn.quoted);
     return;
   }
-  const p = ctx.pkt;
   if (!conn.explicit) {
     const found = conn.table.lookup(tuple);
     if (found && trackConnection(ctx, found) !== 'reopened') return;
-    // No entry: the packet as it is here (a rule before conntrack may have rewritten its flags).
-    ctx.ct.state = entrylessState(p.l4proto, p.tcpFlags, p.icmpType);
+    entryless();
   }
   // An explicit `ct` is what the user says the packet sees; it opens a connection only as new
   // in the original direction.

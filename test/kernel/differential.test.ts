@@ -1090,7 +1090,7 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: TCP endings and 
   });
 });
 
-describe.skipIf(skipReason !== undefined)('kernel-differential: TCP flags rewritten before or after conntrack', () => {
+describe.skipIf(skipReason !== undefined)('kernel-differential: TCP flags and ICMP types rewritten before or after conntrack', () => {
   // nf_conntrack_in reads the flags the packet has at priority -200: a rewrite in a chain before
   // it decides whether the packet opens a connection, one after it does not change the state
   // conntrack gave the connection (helper review of the TCP tracking: nftsim read the flags as
@@ -1102,6 +1102,11 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: TCP flags rewrit
   const packet = { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80 } as const;
   it('a FIN-ACK made a SYN before conntrack opens a connection', async () => {
     const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets: ruleset('prerouting priority -300', 'tcp flags fin | ack tcp flags set syn'), packet: { ...packet, tcpFlags: 'fin,ack' } });
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+  it('an echo request made an ICMP error before conntrack quotes nothing: invalid', async () => {
+    const echo = { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' } as const;
+    const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets: ruleset('prerouting priority -300', 'icmp type echo-request icmp type set destination-unreachable'), packet: echo });
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
   });
   it('a SYN made an ACK after conntrack: the next ACK is invalid (the connection is SYN_SENT)', async () => {

@@ -140,6 +140,7 @@ describe('TCP connection tracking across a flow', () => {
     ['a FIN-ACK made a SYN before conntrack opens a connection', 'prerouting priority -300', 'tcp flags fin | ack tcp flags set syn', [client(['fin', 'ack'])], 0x01],
     ['a SYN made a FIN-ACK before conntrack is invalid', 'prerouting priority -300', 'tcp flags syn tcp flags set fin | ack', [client('syn')], 0x10],
     ['a SYN made an ACK after conntrack opened the connection as a SYN: the next ACK is invalid', 'forward priority 0', 'tcp flags syn tcp flags set ack', [client('syn'), client('ack')], 0x10],
+    ['an echo request made an ICMP error before conntrack quotes nothing: invalid', 'prerouting priority -300', 'icmp type echo-request icmp type set destination-unreachable', [{ ...CLIENT, protocol: 'icmp' }], 0x10],
   ] as const)('%s', (_name, where, rewrite, packets, mark) => {
     const text = TRACKED.replace('}\n}', `}\n  chain rw { type filter hook ${where}; policy accept; ${rewrite} }\n}`);
     expect(only(text, packets).at(-1)!.mark).toBe(`0x${mark.toString(16).padStart(8, '0')}`);
