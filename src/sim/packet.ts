@@ -7,7 +7,7 @@ import type { Host } from './host.js';
 import { isIcmpError, opensIcmpConnection } from './conntrack-table.js';
 import { headersLength } from './packet-bytes.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
-import { openTcp } from './tcp-tracking.js';
+import { opensTcpConnection } from './tcp-tracking.js';
 
 /** The packet as a user writes it. Numbers may be given as `"0x…"` strings. */
 export interface PacketInput {
@@ -260,11 +260,11 @@ const CT_STATES: readonly CtStateName[] = ['new', 'established', 'related', 'inv
 /**
  * What conntrack makes of a packet it finds no entry for: a new connection, unless it is a TCP
  * packet that cannot open one (only a SYN, or a bare ACK picked up mid-stream, can: tcp-tracking.ts
- * openTcp) or an ICMP type other than a query (an echo reply without its request, an error it
+ * opensTcpConnection) or an ICMP type other than a query (an echo reply without its request, an error it
  * relates to nothing), which are invalid.
  */
 export function entrylessState(l4proto: number | undefined, tcpFlags: number, icmpType: number | undefined): CtStateName {
-  if (l4proto === L4_NUMBERS.tcp) return openTcp(tcpFlags) ? 'new' : 'invalid';
+  if (l4proto === L4_NUMBERS.tcp) return opensTcpConnection(tcpFlags) ? 'new' : 'invalid';
   return l4proto !== undefined && icmpType !== undefined && !opensIcmpConnection(l4proto, icmpType) ? 'invalid' : 'new';
 }
 

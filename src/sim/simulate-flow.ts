@@ -10,6 +10,7 @@ import { L4_NUMBERS, readPacket, type Packet, type PacketInput, type QuotedPacke
 import type { HookIndex } from './pipeline.js';
 import { pathText, type FieldPath, type InputError } from './read-fields.js';
 import type { SimState } from './sim-context.js';
+import { TCP_FLAG } from './tcp-tracking.js';
 import { cloneSimState, createSimState, enumerateBranches, indexOf, readInputHost, runPacket, type PacketRun, type SimulateOptions } from './simulate-packet.js';
 
 /** A packet of a flow written as the reply to the previous one: addresses and ports of the
@@ -104,10 +105,6 @@ function isReply(value: unknown): boolean {
   return isRecord(value) && 'reply' in value;
 }
 
-// TCP flag bits (include/net/tcp.h TCPHDR_SYN, TCPHDR_ACK).
-const TCP_SYN = 0x02;
-const TCP_ACK = 0x10;
-
 /** The reply to `previous` as it left the node, with the step's fields over it. */
 function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host): Packet | { errors: InputError[] } {
   const { reply, ...overrides } = step.value as Record<string, unknown>;
@@ -129,7 +126,7 @@ function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host):
     dst: formatAddress(p.src),
     ...(sameTransport && { protocol: p.l4proto }),
     ...(sameTransport && p.sport !== undefined && { sport: port(p.dport), dport: port(p.sport) }),
-    ...(sameTransport && p.l4proto === L4_NUMBERS.tcp && { tcpFlags: (p.tcpFlags & TCP_SYN) !== 0 && (p.tcpFlags & TCP_ACK) === 0 ? 'syn,ack' : 'ack' }),
+    ...(sameTransport && p.l4proto === L4_NUMBERS.tcp && { tcpFlags: (p.tcpFlags & TCP_FLAG.syn) !== 0 && (p.tcpFlags & TCP_FLAG.ack) === 0 ? 'syn,ack' : 'ack' }),
   };
   if (sameTransport && p.icmpType !== undefined) {
     const answer = icmpAnswerType(p.l4proto, p.icmpType);

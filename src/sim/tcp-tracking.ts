@@ -40,13 +40,9 @@ const TRANSITIONS: readonly (readonly (readonly number[])[])[] = [
   ],
 ];
 
-// TCP flag bits (include/net/tcp.h TCPHDR_*).
-const FIN = 0x01;
-const SYN = 0x02;
-const RST = 0x04;
-const PSH = 0x08;
-const ACK = 0x10;
-const URG = 0x20;
+/** TCP flag bits (include/net/tcp.h TCPHDR_*). */
+export const TCP_FLAG = { fin: 0x01, syn: 0x02, rst: 0x04, psh: 0x08, ack: 0x10, urg: 0x20 } as const;
+const { fin: FIN, syn: SYN, rst: RST, ack: ACK, urg: URG } = TCP_FLAG;
 
 /** tcp_valid_flags: the flag sets tcp_error lets through, PSH ignored (ECE and CWR are above the
  * flags nftsim keeps). Any other set is invalid before conntrack looks at the connection. */
@@ -55,7 +51,7 @@ const VALID_FLAGS: ReadonlySet<number> = new Set([SYN, SYN | URG, SYN | ACK, RST
 /** get_conntrack_index for a packet tcp_error lets through; undefined for one it finds invalid. */
 function indexOf(flags: number): number | undefined {
   const core = flags & (FIN | SYN | RST | ACK | URG);
-  if (!VALID_FLAGS.has(core & ~PSH)) return undefined;
+  if (!VALID_FLAGS.has(core)) return undefined;
   if (core & RST) return INDEX.rst;
   if (core & SYN) return core & ACK ? INDEX.synack : INDEX.syn;
   if (core & FIN) return INDEX.fin;
@@ -77,15 +73,26 @@ export interface TcpTrack {
   challengeAck: boolean;
 }
 
-/** The tracking a first packet starts (tcp_new and its own transition), undefined when it opens
- * no connection: only a SYN, or an ACK picked up mid-stream (nf_conntrack_tcp_loose, 1 by
- * default), does. */
-export function openTcp(flags: number): TcpTrack | undefined {
+/** The state a first packet starts a connection in (tcp_new and its own transition), undefined
+ * when it opens none: only a SYN, or an ACK picked up mid-stream (nf_conntrack_tcp_loose, 1 by
+ * default), opens one. */
+function openingState(flags: number): number | undefined {
   const index = indexOf(flags);
-  if (index === undefined) return undefined;
-  const state = TRANSITIONS[0]![index]![sNO]!;
-  if (state >= sIV) return undefined;
-  return { state, lastIndex: index, lastDir: 0, closeInit: false, simultaneousOpen: false, challengeAck: false };
+  const state = index === undefined ? sIV : TRANSITIONS[0]![index]![sNO]!;
+  return state < sIV ? state : undefined;
+}
+
+/** Whether a first packet with these flags opens a connection (openingState), without the
+ * tracking object: asked of every TCP packet. */
+export function opensTcpConnection(flags: number): boolean {
+  return openingState(flags) !== undefined;
+}
+
+/** The tracking a first packet starts, undefined when it opens no connection. */
+export function openTcp(flags: number): TcpTrack | undefined {
+  const state = openingState(flags);
+  if (state === undefined) return undefined;
+  return { state, lastIndex: indexOf(flags)!, lastDir: 0, closeInit: false, simultaneousOpen: false, challengeAck: false };
 }
 
 /** What a packet does to a connection it belongs to. `accepted`: it gets the entry (`assured`
