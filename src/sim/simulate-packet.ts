@@ -7,7 +7,7 @@ import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint, setUpNullBinding } from './evaluate-stmt.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
-import { entrylessState, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
+import { entrylessState, L4_NUMBERS, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
 import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
 import type { InputError } from './read-fields.js';
 import { openTcp, trackTcp } from './tcp-tracking.js';
@@ -312,21 +312,17 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
   // `notrack` leaves the packet untracked; one carried through lo keeps what it had.
   if (!tracked || conn.carried || ctx.ct.state === 'untracked') return;
   const p = ctx.pkt;
-  // Without an entry, what conntrack makes of the packet as it is here (a rule before conntrack
-  // may have rewritten its TCP flags or ICMP type): new, or invalid.
-  const entryless = (): void => {
-    if (!conn.explicit) ctx.ct.state = entrylessState(p.l4proto, p.tcpFlags, p.icmpType);
-  };
   const tuple = tupleOf(ctx.family, p, ctx.ct.zone);
-  if (!tuple) {
-    entryless();
-    if (conn.quoted && !conn.explicit) relateIcmpError(ctx, conn.quoted);
-    return;
-  }
-  if (!conn.explicit) {
+  if (tuple && !conn.explicit) {
     const found = conn.table.lookup(tuple);
     if (found && trackConnection(ctx, found) !== 'reopened') return;
-    entryless();
+  }
+  // Without an entry, what conntrack makes of the packet as it is here (a rule before conntrack
+  // may have rewritten its TCP flags or ICMP type): new, or invalid.
+  if (!conn.explicit) ctx.ct.state = entrylessState(p.l4proto, p.tcpFlags, p.icmpType);
+  if (!tuple) {
+    if (conn.quoted && !conn.explicit) relateIcmpError(ctx, conn.quoted);
+    return;
   }
   // An explicit `ct` is what the user says the packet sees; it opens a connection only as new
   // in the original direction.
@@ -334,9 +330,6 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
   conn.tuple = tuple;
   conn.tcpFlags = p.tcpFlags;
 }
-
-/** IPPROTO_TCP. */
-const TCP = 6;
 
 /** The packet belongs to a connection found in the table: a tuple of the entry's reply direction
  * is `established` in direction reply and marks the entry SEEN_REPLY; of its original direction
@@ -456,7 +449,7 @@ function confirm(ctx: SimContext): void {
     status: ctx.ct.status,
     natDone: ctx.natDone,
     nat: [...ctx.nat],
-    tcp: original.l4proto === TCP ? openTcp(conn.tcpFlags) : undefined,
+    tcp: original.l4proto === L4_NUMBERS.tcp ? openTcp(conn.tcpFlags) : undefined,
   };
   if (!conn.keep || conn.table.insert(entry)) conn.entry = entry;
 }
