@@ -413,7 +413,7 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
   const ranged = typeof p.sport === 'string' || typeof p.dport === 'string';
   const headers = currentHeaders(ctx, ranged ? { ...p, sport: firstPort(p.sport), dport: firstPort(p.dport) } : p);
   const start = loc.base === 'th' ? headers.nh.length * 8 : 0;
-  const kept = ranged ? keptPorts(picked, start + loc.offset - headers.nh.length * 8, loc.length) : NO_PORTS;
+  const kept = ranged ? keptPorts(picked, start + loc.offset - headers.nh.length * 8, loc.length) : undefined;
   const packet = concat([headers.nh, headers.th]);
   if (!writeBits(packet, start + loc.offset, loc.length, value & ((1n << BigInt(loc.length)) - 1n))) {
     throw new NotModelled(`a payload statement beyond the headers nftsim models`);
@@ -424,10 +424,8 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
     throw new NotModelled('a raw payload statement changing the IP version or header length');
   }
   readBack(ctx, nh, th, raw || headers.staleChecksum === true);
-  Object.assign(p, kept);
+  if (kept) Object.assign(p, kept);
 }
-
-const NO_PORTS = {};
 
 /** The ports NAT picked from a range that a write of `length` bits at `bit` (counted from the
  * transport header's start) does not touch: they stay the range. One it touches, it rewrites
