@@ -122,6 +122,21 @@ describe('other statements', () => {
     expect(o.trace.find((e) => e.kind === 'unsupported')?.reason).toContain('given as untracked');
   });
 
+  // After conntrack, a packet without an entry gets a zone template with ctinfo NEW, and later
+  // nat chains run for it (Linux 6.18, docs/simulator-limits.md): not modelled, so reported; a
+  // packet with an entry keeps it, and iptables' CT leaves an untracked packet as it is.
+  it.each([
+    ['a first RST (invalid)', 'ct zone set 1', { tcpFlags: 'rst' }, 'conntrack left invalid'],
+    ['a packet notrack left untracked', 'ct zone set 1', {}, 'conntrack left untracked'],
+    ['a new packet, which has its entry', 'ct zone set 1', {}, undefined],
+  ] as const)('ct zone set after conntrack on %s', (what, stmt, fields, reported) => {
+    const raw = what.includes('notrack') ? 'notrack' : '';
+    const text = `table ip t {\n\tchain raw { type filter hook prerouting priority -300; ${raw} }\n\tchain late { type filter hook prerouting priority -150; ${stmt}; }\n}\n`;
+    const o = simulateOne(text, { ...LOCAL, ...fields });
+    expect(o.trace.find((e) => e.kind === 'unsupported')?.reason).toBe(reported && `ct zone set on a packet ${reported}: the kernel attaches a zone template, and later nat chains run for it: not modelled; assumed no effect`);
+    expect(o.uncertain).toBe(reported !== undefined);
+  });
+
   it('ct helper set assigns the helper of a new entry, and ct helper reads it', () => {
     const text = `table inet t {\n\tct helper h { type "ftp" protocol tcp; }\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct helper set "h" ct helper "ftp" meta mark set 1\n\t}\n}\n`;
     expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
