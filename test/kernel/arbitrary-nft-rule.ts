@@ -98,6 +98,10 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   fc.constantFrom('fib daddr oif "eth1"', 'fib daddr oif missing').map((text) => ({ text, hooks: FIB_OIF_HOOKS })),
   fc.constant({ text: 'meta random < 2147483648' }),
   fc.constant({ text: 'numgen random mod 2 == 1' }),
+  fc.constant({ text: 'ct mark & 0xff == 0x7' }),
+  // The network header's protocol byte (IPv4: offset 9; IPv6's next header at 6 reads a tcp
+  // packet the same way): a raw payload read of either family's packet.
+  fc.constantFrom('@nh,72,8 6', '@nh,48,8 6').map((text) => ({ text })),
 );
 
 function addressMatch(af: AddressFamily): fc.Arbitrary<Part> {
@@ -150,6 +154,15 @@ function l4Match(af: AddressFamily): fc.Arbitrary<L4Match> {
     { text: 'meta l4proto tcp ct status assured', proto: 'tcp' },
     ...icmp.map((text) => ({ text, proto: 'icmp' as const })),
     { text: `${af} daddr . tcp dport { ${a.server[1]} . 80, ${a.client[1]} . 443 }`, proto: 'tcp' },
+    { text: af === 'ip' ? 'ip protocol tcp' : 'ip6 nexthdr tcp', proto: 'tcp' },
+    { text: 'tcp dport != { 22, 80 }', proto: 'tcp' },
+    { text: 'tcp flags syn / syn,ack', proto: 'tcp' },
+    // The transport header's bytes 2-3 (a port, an echo's identifier): a raw payload read.
+    { text: '@th,16,16 80', proto: 'any' },
+    // The conntrack tuples' ports: the original as the first packet came, the reply as DNAT to a
+    // port made it.
+    { text: 'meta l4proto tcp ct original proto-dst 80', proto: 'tcp' },
+    { text: 'meta l4proto tcp ct reply proto-src 8080', proto: 'tcp' },
   );
 }
 
@@ -161,7 +174,8 @@ function statement(af: AddressFamily): fc.Arbitrary<Part> {
     { weight: 2, arbitrary: fc.constantFrom('0xffffbfff', '0xff', '0x0').map((m) => ({ text: `meta mark set mark and ${m}` })) },
     { weight: 2, arbitrary: fc.constantFrom('0x4000', '0x1').map((m) => ({ text: `meta mark set mark xor ${m}` })) },
     { weight: 2, arbitrary: fc.constantFrom('0x7', '0x4000').map((m) => ({ text: `ct mark set ${m}` })) },
-    { weight: 2, arbitrary: fc.constantFrom('ct mark set meta mark', 'meta mark set ct mark', 'ct mark set meta mark and 0xff', 'meta mark set ct mark and 0xffff').map((text) => ({ text })) },
+    { weight: 2, arbitrary: fc.constantFrom('ct mark set meta mark', 'meta mark set ct mark', 'ct mark set meta mark and 0xff', 'meta mark set ct mark and 0xffff', 'meta mark set ct mark or 0x4000').map((text) => ({ text })) },
+    { weight: 1, arbitrary: fc.constant({ text: 'meta mark set meta mark and 0xffff or 0x20' }) },
     { weight: 1, arbitrary: fc.constant({ text: 'meta mark set numgen random mod 2 offset 0x10' }) },
     { weight: 1, arbitrary: fc.constant({ text: `meta mark set ${af} daddr map { ${a.server[1]} : 0x20, ${a.client[1]} : 0x4000 }` }) },
     { weight: 1, arbitrary: fc.constantFrom(`add @${setName('d', af)} { ${af} saddr }`, `update @${setName('d', af)} { ${af} daddr }`).map((text) => ({ text })) },
