@@ -245,8 +245,45 @@ export function formatCidr(cidr: Cidr): string {
   return `${formatAddress(cidr)}/${cidr.prefix}`;
 }
 
+/** A host's answers to the questions every packet asks of it, by family and address value:
+ * which interface owns an address, and (under the default rules, which read nothing else of the
+ * packet) its route. Working them out walks the host's lists with BigInt masks, a fifth of what
+ * a packet cost through a ruleset without chains; a packet's addresses are mostly ones asked
+ * about before. Bounded, as addresses come from packets. */
+interface HostAnswers {
+  readonly owners: Readonly<Record<AddressFamily, Map<bigint, HostInterface | null>>>;
+  readonly routes: Readonly<Record<AddressFamily, Map<bigint, HostRoute | null>>>;
+}
+
+const answersByHost = new WeakMap<Host, HostAnswers>();
+const MAX_ANSWERS = 4096;
+
+function answersOf(host: Host): HostAnswers {
+  let answers = answersByHost.get(host);
+  if (!answers) {
+    answers = { owners: { ip: new Map(), ip6: new Map() }, routes: { ip: new Map(), ip6: new Map() } };
+    answersByHost.set(host, answers);
+  }
+  return answers;
+}
+
+/** The answer kept for `n`, or `find`'s, kept. */
+function remembered<T>(answers: Map<bigint, T | null>, n: bigint, find: () => T | undefined): T | undefined {
+  let answer = answers.get(n);
+  if (answer === undefined) {
+    answer = find() ?? null;
+    if (answers.size >= MAX_ANSWERS) answers.clear();
+    answers.set(n, answer);
+  }
+  return answer ?? undefined;
+}
+
 /** The interface owning `address` as a local address (127/8 and ::1 are lo's). */
 export function localInterfaceOf(host: Host, address: Address): HostInterface | undefined {
+  return remembered(answersOf(host).owners[address.family], address.n, () => findLocalInterface(host, address));
+}
+
+function findLocalInterface(host: Host, address: Address): HostInterface | undefined {
   for (const iface of host.interfaces) {
     for (const a of iface.addresses) {
       if (a.family !== address.family) continue;
@@ -351,6 +388,11 @@ function isSubnetBroadcast(addresses: readonly Cidr[], address: Address): boolea
  * default ones without them), for what `key` says of the packet; undefined when there is none or
  * the lookup ends in a route or rule that drops. */
 export function lookupRoute(host: Host, address: Address, key: RouteKey = PLAIN_KEY): HostRoute | undefined {
+  if (host.rules?.[address.family] === undefined) return remembered(answersOf(host).routes[address.family], address.n, () => findRoute(host, address, key));
+  return findRoute(host, address, key);
+}
+
+function findRoute(host: Host, address: Address, key: RouteKey): HostRoute | undefined {
   const rules = host.rules?.[address.family];
   // fib_rules_lookup: the first rule that matches and gives a route; the local table (local
   // addresses) was consulted before, by the caller. The default rules match every packet.
