@@ -63,6 +63,31 @@ export const CONNTRACK_PRIORITY: Readonly<Partial<Record<Hook, number>>> = {
   output: -200,
 };
 
+/** A hook as a packet passes it: where conntrack and the NAT hook sit among its chains, and
+ * which NAT manipulation it sets up. One object per hook, which the simulator passes along: it
+ * reads them at every hook of every packet, where three lookups by the hook's name were two
+ * fifths of the time spent running a hook without chains. */
+export interface HookStage {
+  readonly hook: Hook;
+  readonly conntrackAt: number | undefined;
+  readonly natSlot: number | undefined;
+  readonly manip: 'dst' | 'src' | undefined;
+}
+
+function stageOf(hook: Hook): HookStage {
+  return { hook, conntrackAt: CONNTRACK_PRIORITY[hook], natSlot: NAT_HOOK_PRIORITY[hook], manip: NAT_MANIP[hook] };
+}
+
+/** The stages of the hooks a routed packet passes. */
+export const STAGES = {
+  ingress: stageOf('ingress'),
+  prerouting: stageOf('prerouting'),
+  input: stageOf('input'),
+  forward: stageOf('forward'),
+  output: stageOf('output'),
+  postrouting: stageOf('postrouting'),
+} as const;
+
 /** Statement and expression kinds whose kernel expression enables conntrack in the network
  * namespace (nf_ct_netns_get in its init: nft_ct.c nft_ct_get_init / nft_ct_set_init /
  * nft_ct_helper_obj_init, nft_nat.c, nft_masq.c, nft_redir.c, nft_connlimit.c, nft_synproxy.c,
@@ -160,6 +185,10 @@ export interface HookEntry {
   readonly id: number;
   /** The chain's index: every packet at the hook starts here. */
   readonly index: ChainIndex;
+  /** Its type is nat, or route; and where it runs among the hook's entries (slotOf). */
+  readonly nat: boolean;
+  readonly route: boolean;
+  readonly slot: number;
 }
 
 let entryIds = 0;
@@ -266,6 +295,9 @@ function orderChains(index: HookIndex, hook: Hook, family: AddressFamily, iif: s
     orderDependent: sorted.some((o) => o !== r && isTied(hook, r, o)),
     id: entryIds++,
     index: baseChainIndex(index, r.table, r.chain),
+    nat: r.nat,
+    route: r.chain.base?.type === 'route',
+    slot: slotOf(hook, r),
   }));
 }
 

@@ -1,6 +1,6 @@
 // simulatePacket: what the kernel does to one packet on a node, for every random branch.
 
-import type { Hook, Rule, Ruleset, Chain } from '../model/ast.js';
+import type { Rule, Ruleset, Chain } from '../model/ast.js';
 import { formatAddress, type Address } from './address.js';
 import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleAt, tupleOf, type CtEntry, type CtMatch, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
@@ -8,7 +8,7 @@ import { formatEndpoint, setUpNullBinding } from './evaluate-stmt.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { entrylessState, L4_NUMBERS, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
-import { buildHookIndex, chainsAt, CONNTRACK_PRIORITY, NAT_HOOK_PRIORITY, NAT_MANIP, type HookIndex } from './pipeline.js';
+import { buildHookIndex, chainsAt, STAGES, type HookIndex, type HookStage } from './pipeline.js';
 import type { InputError } from './read-fields.js';
 import { openTcp, trackTcp } from './tcp-tracking.js';
 import { hasConntrackEntry, localInterfaceAt, locOf, routeKeyOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
@@ -77,8 +77,13 @@ export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, o
   // serves every run; the dynamic sets are the run's own.
   return enumerateBranches(options, (choose) => runPacket(index, host, packet, SINGLE_PACKET, { conntrack: UNUSED_TABLE, dynamicSets: new Map() }, choose).outcome).map(
     // The outcome is this run's own new object: completed in place, with `probability` last as
-    // a spread would put it (copying it was a twentieth of the time of a packet).
-    ({ probability, value }): Outcome => Object.assign(value, { probability }),
+    // a spread would put it (copying it was a twentieth of the time of a packet, and
+    // Object.assign from a new object a twentieth of a packet's through no chain).
+    ({ probability, value }): Outcome => {
+      const outcome = value as Mutable<Outcome>;
+      outcome.probability = probability;
+      return outcome;
+    },
   );
 }
 
@@ -247,20 +252,19 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
 /** Runs every base chain of a hook; an ending when the packet's way ends there. `reroute` looks
  * a local packet's route up again after a route chain changed its mark or addresses (an ending
  * when there is none). */
-function runHook(ctx: SimContext, hook: Hook, reroute?: () => Ending | undefined): Ending | undefined {
+function runHook(ctx: SimContext, stage: HookStage, reroute?: () => Ending | undefined): Ending | undefined {
+  const { hook, conntrackAt, natSlot, manip } = stage;
   ctx.hook = hook;
-  const conntrackAt = CONNTRACK_PRIORITY[hook];
   // No rule enables conntrack for this family: no packet ever gets an entry (pipeline.ts).
   const tracked = ctx.index.conntrack.has(ctx.family);
   // A packet coming back in through lo still has its entry (loopback_xmit keeps skb->_nfct).
   ctx.ctAttached = ctx.conn.carried ? tracked : conntrackAt === undefined ? tracked && hook !== 'ingress' : false;
-  const natSlot = NAT_HOOK_PRIORITY[hook];
-  const manip = NAT_MANIP[hook];
+  const natDone = manip === undefined ? 0 : NAT_DONE[manip];
   let natHookReached = false;
   let natHookPassed = false;
   for (const entry of chainsAt(ctx.index, hook, ctx.family, ctx.iif)) {
-    const isNat = entry.chain.base?.type === 'nat';
-    const slot = isNat && natSlot !== undefined ? natSlot : entry.priority;
+    const isNat = entry.nat;
+    const slot = entry.slot;
     if (conntrackAt !== undefined && slot > conntrackAt && !ctx.ctAttached) attachConntrack(ctx, tracked);
     // The NAT hook: at its first nat chain or, without one at this hook, before the chains of a
     // later slot.
@@ -274,11 +278,11 @@ function runHook(ctx: SimContext, hook: Hook, reroute?: () => Ending | undefined
       natHookPassed = true;
       setNullBinding(ctx, manip);
     }
-    if (isNat && !isNatConsulted(ctx, hook)) continue;
-    const hadMapping = manip !== undefined && (ctx.natDone & NAT_DONE[manip]) !== 0;
-    const routed = reroute && entry.chain.base?.type === 'route' ? { reroute, mark: ctx.pkt.mark, src: ctx.pkt.src.n, dst: ctx.pkt.dst.n } : undefined;
+    if (isNat && !isNatConsulted(ctx, stage)) continue;
+    const hadMapping = (ctx.natDone & natDone) !== 0;
+    const routed = reroute && entry.route ? { reroute, mark: ctx.pkt.mark, src: ctx.pkt.src.n, dst: ctx.pkt.dst.n } : undefined;
     const result: ChainResult = evaluateBaseChain(entry, ctx);
-    if (isNat && manip && !hadMapping && (ctx.natDone & NAT_DONE[manip]) !== 0) {
+    if (isNat && manip && !hadMapping && (ctx.natDone & natDone) !== 0) {
       ctx.conn.mapped[manip] = manip === 'dst' ? { addr: ctx.pkt.dst, port: ctx.pkt.dport } : { addr: ctx.pkt.src, port: ctx.pkt.sport };
     }
     if (result.verdict !== 'accept') return endingOf(result);
@@ -458,8 +462,7 @@ function confirm(ctx: SimContext): void {
  * manipulation is not set up yet; once a chain set it up, later nat chains at the hook are
  * skipped (nf_nat_core.c nf_nat_inet_fn: `if (!nf_nat_initialized(ct, maniptype))`, and the
  * loop ends at the first chain that initialised it). No entry (invalid, untracked): no NAT. */
-function isNatConsulted(ctx: SimContext, hook: Hook): boolean {
-  const manip = NAT_MANIP[hook];
+function isNatConsulted(ctx: SimContext, { manip }: HookStage): boolean {
   if (!manip || (ctx.natDone & NAT_DONE[manip]) !== 0 || !ctx.ctAttached) return false;
   return ctx.ct.state === 'new' || ctx.ct.state === 'related';
 }
@@ -485,11 +488,11 @@ function endingOf(result: ChainResult): Ending {
 /** A packet arriving on iif: ingress, prerouting, the routing decision, then input or forward
  * and postrouting. */
 function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
-  const ingress = runHook(ctx, 'ingress');
+  const ingress = runHook(ctx, STAGES.ingress);
   if (ingress) return ingress;
   const malformed = ipv6HeaderReason(ctx);
   if (malformed) return { disposition: 'dropped', verdict: 'drop', reason: malformed };
-  const prerouting = runHook(ctx, 'prerouting');
+  const prerouting = runHook(ctx, STAGES.prerouting);
   if (prerouting) return prerouting;
   const dst = ctx.pkt.dst;
   // Multicast is routed apart (ip_route_input_rcu → ip_route_input_mc, ip6_mc_input), before
@@ -500,7 +503,7 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   // A group the host joined, and a broadcast route of the local table (brd_input), go to input
   // as a local address does.
   if (localInterfaceAt(ctx, dst) || multicast || isBroadcastAddress(ctx.host, dst)) {
-    const input = runHook(ctx, 'input');
+    const input = runHook(ctx, STAGES.input);
     if (input) return input;
     confirm(ctx);
     return { disposition: 'delivered', verdict: 'accept' };
@@ -517,7 +520,7 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   // exceeded error; the others have it decremented before NF_INET_FORWARD.
   if (ctx.pkt.ttl <= 1) return { disposition: 'dropped', verdict: 'drop', reason: 'TTL exceeded in forwarding' };
   ctx.pkt.ttl -= 1;
-  const out = runHook(ctx, 'forward') ?? runHook(ctx, 'postrouting');
+  const out = runHook(ctx, STAGES.forward) ?? runHook(ctx, STAGES.postrouting);
   if (out) return out;
   confirm(ctx);
   return { disposition: 'forwarded', verdict: 'accept' };
@@ -534,21 +537,21 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
 function martianReason(ctx: SimContext): string | undefined {
   const { src, dst } = ctx.pkt;
   if (src.family !== 'ip' || ctx.iif === 'lo') return undefined;
-  // First octets as Numbers, and the reason's text only for a martian: every received packet is
-  // checked.
-  const srcFirst = Number(src.n) >>> 24;
-  const dstFirst = Number(dst.n) >>> 24;
-  if (isMulticastAddress(src)) return martian('source', src, 'a multicast address', ctx);
-  if (src.n === LIMITED_BROADCAST) return martian('source', src, 'the broadcast address', ctx);
-  const broadcast = dst.n === LIMITED_BROADCAST || (src.n === 0n && dst.n === 0n);
+  // The addresses as Numbers (BigInt tests were a tenth of a packet's time through a ruleset
+  // without chains), and the reason's text only for a martian: every received packet is checked.
+  const s = Number(src.n);
+  const d = Number(dst.n);
+  if (s >>> 28 === 0xe) return martian('source', src, 'a multicast address', ctx);
+  if (s === IPV4_BROADCAST) return martian('source', src, 'the broadcast address', ctx);
+  const broadcast = d === IPV4_BROADCAST || (s === 0 && d === 0);
   // ipv4_is_zeronet is the address 0.0.0.0 only: the rest of 0.0.0.0/8 is a valid address on
   // current kernels (test/kernel/differential.test.ts).
   if (!broadcast) {
-    if (src.n === 0n) return martian('source', src, 'the address 0.0.0.0', ctx);
-    if (dst.n === 0n) return martian('destination', dst, 'the address 0.0.0.0', ctx);
-    if (dstFirst === 127) return martian('destination', dst, 'a loopback address', ctx);
-    if (srcFirst === 127) return martian('source', src, 'a loopback address', ctx);
-  } else if (src.n === 0n) return undefined;
+    if (s === 0) return martian('source', src, 'the address 0.0.0.0', ctx);
+    if (d === 0) return martian('destination', dst, 'the address 0.0.0.0', ctx);
+    if (d >>> 24 === 127) return martian('destination', dst, 'a loopback address', ctx);
+    if (s >>> 24 === 127) return martian('source', src, 'a loopback address', ctx);
+  } else if (s === 0) return undefined;
   if (localInterfaceOf(ctx.host, src)) return martian('source', src, "the host's own address", ctx);
   return undefined;
 }
@@ -591,6 +594,8 @@ function ipv6HeaderReason(ctx: SimContext): string | undefined {
 }
 
 
+const IPV4_BROADCAST = Number(LIMITED_BROADCAST);
+
 function martian(which: 'source' | 'destination', address: Address, what: string, ctx: SimContext): string {
   return `martian ${which} ${formatAddress(address)} (${what} arriving on ${ctx.iif})`;
 }
@@ -614,14 +619,14 @@ function send(ctx: SimContext, packet: Packet): Ending {
   ctx.oif = rerouted;
   rerouted = undefined;
   const dst = ctx.pkt.dst;
-  const out = runHook(ctx, 'output', reroute);
+  const out = runHook(ctx, STAGES.output, reroute);
   if (out) return out;
   if (ctx.pkt.dst.n !== dst.n) {
     const unrerouted = reroute();
     if (unrerouted) return unrerouted;
   }
   if (rerouted !== undefined) ctx.oif = rerouted;
-  const post = runHook(ctx, 'postrouting');
+  const post = runHook(ctx, STAGES.postrouting);
   if (post) return post;
   confirm(ctx);
   if (ctx.oif === 'lo' && localInterfaceAt(ctx, ctx.pkt.dst)) return reenter(ctx, packet.ct);
