@@ -1,4 +1,4 @@
-import type { Expr, Literal, Value } from './ast.js';
+import type { Expr, Family, Literal, Value } from './ast.js';
 import { formatIpv6 } from './format-ipv6.js';
 
 // The typed meaning of values: which nft datatype each left-hand side has, how a literal written
@@ -550,8 +550,16 @@ export function isQuotedType(dtype: string): boolean {
 /** `rhs` with every literal in it typed against `lhs` (sets, ranges, prefixes, flag lists,
  * concatenation parts, map keys and data, binop operands). Never throws: a literal that does
  * not read as the type keeps `dtype` and gets no `value`. */
-export function typeAgainst(rhs: Expr, lhs: Expr): Expr {
-  return typeWith(rhs, datatypeOf(lhs));
+export function typeAgainst(rhs: Expr, lhs: Expr, tableFamily?: Family): Expr {
+  return typeWith(rhs, datatypeOf(lhs) ?? tableAddressType(lhs, tableFamily));
+}
+
+/** The address type of a conntrack address without a family of its own (`ct original daddr`)
+ * in a table of family ip or ip6, which it takes from the table: nft lists it so there, and
+ * iptables-nft writes `--ctorigdst` so. Elsewhere (inet, whose rules must name the family) none. */
+function tableAddressType(lhs: Expr, family: Family | undefined): Datatype | undefined {
+  if (lhs.kind !== 'ct' || lhs.family !== undefined || (lhs.key !== 'saddr' && lhs.key !== 'daddr')) return undefined;
+  return family === 'ip' || family === 'ip6' ? addressType(family) : undefined;
 }
 
 /** Like typeAgainst, with the datatype given directly (set declarations, statement targets). */

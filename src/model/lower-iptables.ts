@@ -438,7 +438,7 @@ class RuleLowering {
    * relational, without building the untyped relational first). */
   private match(span: Span, left: Expr, op: Relational['op'], right: Expr, slash?: boolean): void {
     const typedLeft = typeInner(left);
-    const typedRight = typeAgainst(right, left);
+    const typedRight = typeAgainst(right, left, this.family);
     const rel: Relational = slash
       ? { kind: 'relational', span, op, left: typedLeft, right: typedRight, slash }
       : { kind: 'relational', span, op, left: typedLeft, right: typedRight };

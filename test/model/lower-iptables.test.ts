@@ -189,6 +189,19 @@ describe('matches translated as nft lists them', () => {
   });
 });
 
+describe('conntrack tuple addresses take the table family', () => {
+  // iptables-nft writes `--ctorigdst X` as `ct original daddr X` (nft lists it so in ip and ip6
+  // tables): the address is typed by the dump's family, as nft types it by the table's.
+  it.each([
+    ['ip', '-m conntrack --ctorigdst 10.0.0.1', 'ipv4_addr', { type: 'ipv4', addr: '10.0.0.1' }],
+    ['ip6', '-m conntrack --ctreplsrc 2001:db8::1/128', 'ipv6_addr', { type: 'ipv6', addr: '2001:db8::1' }],
+  ] as const)('%s: %s', (family, spec, dtype, value) => {
+    const { ruleset } = lower(`*filter\n:INPUT ACCEPT [0:0]\n-A INPUT ${spec}\nCOMMIT\n`, family);
+    const [match] = chainOf(ruleset, 'filter', 'INPUT').rules[0]!.stmts;
+    expect(match).toMatchObject({ kind: 'match', expr: { left: { kind: 'ct' }, right: { kind: 'literal', dtype, value } } });
+  });
+});
+
 describe('matches and targets', () => {
   it.each([
     ['-p tcp --dport 22', 'tcp dport 22'],

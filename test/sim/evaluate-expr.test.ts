@@ -133,6 +133,20 @@ describe('meta and ct keys with a known value for the first packet', () => {
     expect(markedBy(match, packet, packet === TO_INTERNET ? 'forward' : 'input')).toBe(expected ? '0x00000001' : '0x00000000');
   });
 
+  // In an ip or ip6 table the tuple's addresses have no family of their own: nft lists
+  // `ct original daddr X` there, and iptables-nft writes `--ctorigdst X` so. They take the
+  // table's (test/parser, test/model for the JSON and iptables forms).
+  it.each([
+    ['ct original daddr 192.0.2.10', LOCAL, 'ip', true],
+    ['ct original saddr 192.0.2.0/24', LOCAL, 'ip', true],
+    ['ct reply saddr { 192.0.2.7, 192.0.2.10 }', LOCAL, 'ip', true],
+    ['ct original daddr != 192.0.2.10', LOCAL, 'ip', false],
+    ['ct original daddr 2001:db8::10', TCP6, 'ip6', true],
+    ['ct reply daddr 2001:db8::/64', TCP6, 'ip6', true],
+  ] as const)('%s in an %s table', (match, packet, family, expected) => {
+    expect(markedBy(match, packet, 'input', family)).toBe(expected ? '0x00000001' : '0x00000000');
+  });
+
   it('ct reply saddr follows the DNAT mapping (nf_nat_setup_info alters the reply tuple)', () => {
     const text = `table ip nat {\n\tchain pre {\n\t\ttype nat hook prerouting priority dstnat;\n\t\tdnat to 10.244.1.9:8080\n\t}\n}\ntable ip f {\n\tchain fwd {\n\t\ttype filter hook forward priority 0;\n\t\tct reply ip saddr 10.244.1.9 ct reply proto-src 8080 ct original ip daddr 10.244.1.5 meta mark set 7\n\t}\n}\n`;
     expect(simulateOne(text, FORWARDED).mark).toBe('0x00000007');

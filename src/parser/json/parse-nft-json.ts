@@ -304,7 +304,7 @@ class RulesetBuilder {
     const handle = readHandle(v);
     const comment = stringProp(v, 'comment');
     const exprNode = property(v, 'expr');
-    const stmts = exprNode ? this.stmts.readList(exprNode) : [];
+    const stmts = exprNode ? this.stmts.readList(exprNode, table.family) : [];
     for (const stmt of stmts) {
       // Set statements only: a map update (`update @m { k : v }`) does not make the map dynamic
       // (src/evaluate.c `stmt_evaluate_map` leaves the flags alone).

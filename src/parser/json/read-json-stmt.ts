@@ -2,6 +2,7 @@ import type { JsonNode as Node } from './parse-json-tree.js';
 import type {
   ElementExpr,
   Expr,
+  Family,
   LimitStmt,
   NatStmt,
   ObjRefStmt,
@@ -89,8 +90,13 @@ export class StmtReader {
     this.exprs = new ExprReader(src, (_src, key, value) => this.readKnown(key, value, src.span(value)));
   }
 
-  /** A rule's `expr` array: one statement per item, unknown ones kept as `unsupported`. */
-  readList(node: Node): Stmt[] {
+  /** The family of the table whose rule is being read (readMatch: typeAgainst). */
+  private tableFamily: Family | undefined;
+
+  /** A rule's `expr` array: one statement per item, unknown ones kept as `unsupported`; `family`
+   * is the rule's table's. */
+  readList(node: Node, family?: Family): Stmt[] {
+    this.tableFamily = family;
     return asArray(node).map((item) => this.read(item));
   }
 
@@ -265,7 +271,7 @@ export class StmtReader {
   private readMatch(v: Node, span: Span): Relational {
     const op = asString(req(v, 'op'));
     const left = typeInner(this.exprs.read(req(v, 'left')));
-    const right = typeAgainst(this.exprs.read(req(v, 'right')), left);
+    const right = typeAgainst(this.exprs.read(req(v, 'right')), left, this.tableFamily);
     switch (op) {
       case 'in':
         return { kind: 'relational', span, op: 'implicit', left, right };

@@ -106,6 +106,8 @@ export class NftAstBuilder implements ExprEnv {
   includeFile: (path: string, span: Span) => void = () => undefined;
   /** Chains continued from earlier inputs, in the order first touched. */
   readonly continued: ChainId[] = [];
+  /** The family of the table whose rule is being built (buildRule). */
+  tableFamily: Family | undefined;
 
   constructor(
     diagnostics: Diagnostic[],
@@ -607,7 +609,8 @@ export class NftAstBuilder implements ExprEnv {
   // ------------------------------------------------------------------------------------------
   // Rules
 
-  private buildRule(statements: CstNode[], span: Span, handle: number | undefined, lineStart: number): Rule {
+  private buildRule(statements: CstNode[], span: Span, handle: number | undefined, lineStart: number, family?: Family): Rule {
+    this.tableFamily = family;
     const stmts: Stmt[] = [];
     let comment: string | undefined;
     let prevEnd = lineStart;
@@ -650,7 +653,7 @@ export class NftAstBuilder implements ExprEnv {
       block.object.body.push(this.sourceOf(n));
       return;
     }
-    const rule = this.buildRule(statements, span, this.handleAt(endLineOf(this.pos, n)), this.lineStartOf(n.location!.startOffset));
+    const rule = this.buildRule(statements, span, this.handleAt(endLineOf(this.pos, n)), this.lineStartOf(n.location!.startOffset), block?.table.family);
     switch (block?.kind) {
       case 'chain':
         block.chain.rules.push(rule);
@@ -773,7 +776,7 @@ export class NftAstBuilder implements ExprEnv {
     }
     const first = statements[0];
     const ruleSpan = first ? spanTo(spanOfNode(this.pos, first), span.end) : span;
-    const rule = this.buildRule(statements, ruleSpan, undefined, first ? first.location!.startOffset : 0);
+    const rule = this.buildRule(statements, ruleSpan, undefined, first ? first.location!.startOffset : 0, table.family);
     if (verb === 'replace') {
       if (at >= 0) chain.rules[at] = { ...rule, ...(whereNum !== undefined ? { handle: whereNum } : {}) };
       return;

@@ -1,6 +1,6 @@
 import type { CstNode, IToken } from 'chevrotain';
 import type {
-  ElementExpr, Expr, Literal, SetLiteral, SetRef, Span, Stmt, Value, VerdictName,
+  ElementExpr, Expr, Family, Literal, SetLiteral, SetRef, Span, Stmt, Value, VerdictName,
 } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
 import type { LineIndex } from '../../model/line-index.js';
@@ -35,6 +35,8 @@ export interface ExprEnv {
   intern(s: string): string;
   /** The one copy of a typed value in this parse's model (see NftAstBuilder.shareValue). */
   shareValue(v: Value): Value;
+  /** The family of the table whose rule is being built, if any: typeAgainst's. */
+  readonly tableFamily: Family | undefined;
 }
 
 type Children = Record<string, (CstNode | IToken)[] | undefined>;

@@ -320,7 +320,7 @@ function buildExprStmt(env: ExprEnv, n: CstNode): Stmt {
     shareValues(env, relational.right);
     return { kind: 'match', span, expr: relational };
   }
-  const right = typeAgainst(value, lhs);
+  const right = typeAgainst(value, lhs, env.tableFamily);
   shareValues(env, right);
   return { kind: 'match', span, expr: { kind: 'relational', span, op, left: typeInner(lhs), right } };
 }

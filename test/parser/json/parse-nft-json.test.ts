@@ -233,6 +233,20 @@ describe('listing objects', () => {
     expect(table!.chains[1]!.rules).toMatchObject([{ kind: 'rule', handle: 5, comment: 'c', stmts: [{ kind: 'verdict', verdict: 'accept' }] }]);
   });
 
+  it("types a conntrack address without a family by its table's (nft -j of an ip6 table)", () => {
+    const { ruleset, diagnostics } = parseNftJson(
+      JSON.stringify({
+        nftables: [
+          { table: { family: 'ip6', name: 't', handle: 1 } },
+          { chain: { family: 'ip6', table: 't', name: 'c', handle: 2 } },
+          { rule: { family: 'ip6', table: 't', chain: 'c', handle: 3, expr: [{ match: { op: '==', left: { ct: { key: 'daddr', dir: 'original' } }, right: '2001:db8::1' } }] } },
+        ],
+      }),
+    );
+    expect(diagnostics).toEqual([]);
+    expect(ruleset.tables[0]!.chains[0]!.rules[0]!.stmts[0]).toMatchObject({ kind: 'match', expr: { right: { kind: 'literal', dtype: 'ipv6_addr', value: { type: 'ipv6', addr: '2001:db8::1' } } } });
+  });
+
   it('reads netdev devices, single and listed', () => {
     const { ruleset } = parseNftJson(
       JSON.stringify({
