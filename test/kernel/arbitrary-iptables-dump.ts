@@ -71,6 +71,13 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     // test passed with and without one is not modelled: docs/simulator-limits.md).
     fc.constantFrom('--ctstatus CONFIRMED', '--ctdir REPLY', '--ctstate NEW --ctdir ORIGINAL', '--ctstate INVALID --ctdir ORIGINAL', '--ctstate ESTABLISHED --ctstatus SEEN_REPLY').map((t) => ({ text: `-m conntrack ${t}` })),
     fc.constantFrom('--dst-type LOCAL', '--src-type LOCAL', '! --dst-type LOCAL').map((t) => ({ text: `-m addrtype ${t}` })),
+    // The type the input interface's table gives (fib daddr . iif type): only where there is one.
+    fc.constant({ text: '-m addrtype --dst-type LOCAL --limit-iface-in', hooks: IN_HOOKS }),
+    // The conntrack tuples, which a packet without an entry does not match.
+    fc
+      .constantFrom(`--ctorigdst ${host(af, a.server[1])}`, `--ctreplsrc ${host(af, a.server[2])}`, '--ctorigdstport 80', `--ctstate DNAT --ctorigdst ${host(af, a.server[1])}`)
+      .map((t) => ({ text: `-m conntrack ${t}` })),
+    fc.constant({ text: `-s ${a.prefixes[0]}`, option: 's' }),
     fc.constant({ text: '-m statistic --mode random --probability 0.50000000000' }),
     fc.constant({ text: '-m comment --comment "generated rule"' }),
     fc.constant({ text: `-m iprange --dst-range ${a.range}` }),
@@ -89,6 +96,8 @@ function proto(af: AddressFamily): fc.Arbitrary<NonNullable<IptRule['proto']>> {
     { text: '-p tcp -m multiport --dports 80,443', proto: 'tcp' },
     { text: '-p udp -m udp --dport 53', proto: 'udp' },
     { text: '-p tcp -m tcp --tcp-flags SYN,RST,ACK SYN', proto: 'tcp' },
+    // What iptables-save prints for `! --syn`.
+    { text: '-p tcp -m tcp ! --tcp-flags FIN,SYN,RST,ACK SYN', proto: 'tcp' },
     af === 'ip' ? { text: '-p icmp -m icmp --icmp-type 8', proto: 'icmp' } : { text: '-p ipv6-icmp -m icmp6 --icmpv6-type 128', proto: 'icmp' },
   );
 }
