@@ -477,7 +477,8 @@ export function datatypeOf(expr: Expr): Datatype | undefined {
     case 'fib':
       return datatype(FIB_TYPES[expr.result]);
     case 'rt':
-      if (expr.key === 'nexthop') return addressType(expr.family ?? 'ip');
+      // Without a family, the table's (typeAgainst): `rt nexthop` is valid in ip and ip6 tables.
+      if (expr.key === 'nexthop') return addressType(expr.family);
       return datatype(RT_TYPES[expr.key]);
     case 'socket':
       return datatype(SOCKET_TYPES[expr.key]);
@@ -554,12 +555,13 @@ export function typeAgainst(rhs: Expr, lhs: Expr, tableFamily?: Family): Expr {
   return typeWith(rhs, datatypeOf(lhs) ?? tableAddressType(lhs, tableFamily));
 }
 
-/** The address type of a conntrack address without a family of its own (`ct original daddr`)
- * in a table of family ip or ip6, which it takes from the table: nft lists it so there, and
- * iptables-nft writes `--ctorigdst` so. Elsewhere (inet, whose rules must name the family) none. */
+/** The address type of a conntrack address or a route's nexthop without a family of its own
+ * (`ct original daddr`, `rt nexthop`) in a table of family ip or ip6, which it takes from the
+ * table: nft lists the conntrack address so there, iptables-nft writes `--ctorigdst` so, and
+ * nft reads both so. Elsewhere (inet, where nft wants the family named) none. */
 function tableAddressType(lhs: Expr, family: Family | undefined): Datatype | undefined {
-  if (lhs.kind !== 'ct' || lhs.family !== undefined || (lhs.key !== 'saddr' && lhs.key !== 'daddr')) return undefined;
-  return family === 'ip' || family === 'ip6' ? addressType(family) : undefined;
+  const familyless = lhs.kind === 'ct' ? lhs.family === undefined && (lhs.key === 'saddr' || lhs.key === 'daddr') : lhs.kind === 'rt' && lhs.key === 'nexthop' && lhs.family === undefined;
+  return familyless && (family === 'ip' || family === 'ip6') ? addressType(family) : undefined;
 }
 
 /** Like typeAgainst, with the datatype given directly (set declarations, statement targets). */

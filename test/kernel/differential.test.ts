@@ -1057,10 +1057,10 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: a DSCP write aft
   });
 });
 
-describe.skipIf(skipReason !== undefined)('kernel-differential: conntrack addresses without a family', () => {
+describe.skipIf(skipReason !== undefined)('kernel-differential: addresses without a family of their own', () => {
   // nft lists `ct original daddr X` without a family in ip and ip6 tables, and iptables-nft
   // writes `--ctorigdst X` so: the address is of the table's family. nftsim had reported such a
-  // rule as not modelled (seed 1820104592, case 31).
+  // rule as not modelled (seed 1820104592, case 31). nft reads `rt nexthop X` so too.
   const nft = (family: string, rule: string) => ({ kind: 'nft', text: `table ${family} t {\n  chain out {\n    type filter hook output priority 0; policy accept;\n    ${rule}\n  }\n}\n`, file: 't.nft' }) as const;
   const v4 = { src: '198.51.100.10', dst: '198.51.100.20', protocol: 'tcp', sport: 40001, dport: 80, skuid: 0, skgid: 0 } as const;
   const v6 = { ...v4, src: '2001:db8:2::10', dst: '2001:db8:2::20' } as const;
@@ -1068,6 +1068,7 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: conntrack addres
     ['nft, ip', nft('ip', 'ct original daddr 198.51.100.20 meta mark set 0x10'), v4],
     ['nft, ip, a prefix', nft('ip', 'ct reply saddr 198.51.100.0/24 meta mark set 0x10'), v4],
     ['nft, ip6', nft('ip6', 'ct original daddr 2001:db8:2::20 meta mark set 0x10'), v6],
+    ['nft, ip6, rt nexthop', nft('ip6', 'rt nexthop 2001:db8:2::20 meta mark set 0x10'), v6],
     ['ip6tables', { kind: 'ip6tables', text: '*mangle\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT -m conntrack --ctorigdst 2001:db8:2::20/128 -j MARK --set-xmark 0x10/0xff\nCOMMIT\n', file: 'r.save' }, v6],
   ] as const)('%s', async (_name, ruleset, packet) => {
     const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets: [ruleset], packet });

@@ -135,15 +135,17 @@ describe('meta and ct keys with a known value for the first packet', () => {
 
   // In an ip or ip6 table the tuple's addresses have no family of their own: nft lists
   // `ct original daddr X` there, and iptables-nft writes `--ctorigdst X` so. They take the
-  // table's (test/parser, test/model for the JSON and iptables forms).
+  // table's (test/parser, test/model for the JSON and iptables forms), as `rt nexthop` does.
   it.each([
+    ['rt nexthop 192.0.2.10', LOCAL, 'ip', true], // local delivery: the destination
+    ['rt nexthop 2001:db8::10', TCP6, 'ip6', true],
     ['ct original daddr 192.0.2.10', LOCAL, 'ip', true],
     ['ct original saddr 192.0.2.0/24', LOCAL, 'ip', true],
     ['ct reply saddr { 192.0.2.7, 192.0.2.10 }', LOCAL, 'ip', true],
     ['ct original daddr != 192.0.2.10', LOCAL, 'ip', false],
     ['ct original daddr 2001:db8::10', TCP6, 'ip6', true],
     ['ct reply daddr 2001:db8::/64', TCP6, 'ip6', true],
-  ] as const)('%s in an %s table', (match, packet, family, expected) => {
+  ] as const)('%s (%j) in an %s table', (match, packet, family, expected) => {
     expect(markedBy(match, packet, 'input', family)).toBe(expected ? '0x00000001' : '0x00000000');
   });
 
