@@ -15,9 +15,8 @@
 //   node bench/measure-packet-cost.mjs [RULESET] [--rounds 9] [--packets 200000] [--dist DIR]
 
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { CLIENT_IP, loadLibrary, NODE_IP, readTargets, resolveNodeHost } from './kube-node.mjs';
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
@@ -28,25 +27,9 @@ const { values: args, positionals } = parseArgs({
   },
 });
 
-/** @type {typeof import('../src/index.js')} */
-const { parseRuleset, readSimulationInput, readPacket, simulateResolved } = await import(
-  args.dist === undefined ? new URL('../dist/index.js', import.meta.url).href : pathToFileURL(resolve(args.dist, 'index.js')).href
-);
-
-// The node of bench/measure-simulate.mjs.
-const NODE_IP = '192.168.0.2';
-const CLIENT_IP = '203.0.113.2';
-const host = {
-  interfaces: [
-    { name: 'eth0', addresses: [`${NODE_IP}/24`] },
-    { name: 'cni0', addresses: ['10.128.0.1/9'] },
-  ],
-  routes: [{ dst: 'default', via: '192.168.0.1', dev: 'eth0' }],
-  forwarding: true,
-};
-const resolved = readSimulationInput({ host, packet: { iif: 'eth0', src: CLIENT_IP, dst: NODE_IP } });
-if (!resolved.host) throw new Error(`bad host: ${JSON.stringify(resolved.errors)}`);
-const nodeHost = resolved.host;
+const library = await loadLibrary(args.dist);
+const { parseRuleset, readPacket, simulateResolved } = library;
+const nodeHost = resolveNodeHost(library);
 
 /** @param {{ dst: string, protocol: string, dport: number }} target @param {number} i */
 function packetTo(target, i) {
@@ -84,13 +67,10 @@ for (const [name, text] of Object.entries(without)) result[name] = cost(parseRul
 const file = positionals[0];
 if (file !== undefined) {
   const text = readFileSync(file, 'utf8');
-  const nat = text.slice(text.indexOf('\n*nat'));
-  const services = [...nat.matchAll(/^-A KUBE-SERVICES -d ([\d.]+)\/32 -p (tcp|udp) .*--dport (\d+) -j KUBE-SVC-/gm)].slice(0, 20);
-  const nodePorts = [...nat.matchAll(/^-A KUBE-NODEPORTS -p (tcp|udp) .*--dport (\d+) -j KUBE-EXT-/gm)].slice(0, 10);
-  if (services.length === 0) throw new Error(`no kube-proxy services in ${file}`);
+  const { services, nodePorts } = readTargets(text, file);
   const targets = [
-    ...services.map((m) => ({ dst: m[1], protocol: m[2], dport: Number(m[3]) })),
-    ...nodePorts.map((m) => ({ dst: NODE_IP, protocol: m[1], dport: Number(m[2]) })),
+    ...services.slice(0, 20).map((s) => ({ dst: s.ip, protocol: s.protocol, dport: s.port })),
+    ...nodePorts.slice(0, 10).map((n) => ({ dst: NODE_IP, protocol: n.protocol, dport: n.port })),
     ...Array.from({ length: 10 }, (_, i) => ({ dst: `172.30.9.${i}`, protocol: 'tcp', dport: 7 + i })),
     ...Array.from({ length: 10 }, () => ({ dst: NODE_IP, protocol: 'tcp', dport: 22 })),
   ];

@@ -18,10 +18,9 @@
 // change can be measured without rebuilding the shared dist/.
 
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import { performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
+import { CLIENT_IP, loadLibrary, NODE_IP, readTargets, resolveNodeHost } from './kube-node.mjs';
 
 const { values: args, positionals } = parseArgs({
   allowPositionals: true,
@@ -40,32 +39,15 @@ if (file === undefined) {
   process.exit(2);
 }
 
-// The built library; typed from its source (dist/ may not exist when this is typechecked).
-/** @type {typeof import('../src/index.js')} */
-const { parseRuleset, readSimulationInput, readPacket, simulateResolved } = await import(
-  args.dist === undefined ? new URL('../dist/index.js', import.meta.url).href : pathToFileURL(resolve(args.dist, 'index.js')).href
-);
-
-// The node: kube-proxy's test conventions (../shared/research/kube-proxy.md), pods on cni0.
-const NODE_IP = '192.168.0.2';
-const CLIENT_IP = '203.0.113.2';
-const host = {
-  interfaces: [
-    { name: 'eth0', addresses: [`${NODE_IP}/24`] },
-    { name: 'cni0', addresses: ['10.128.0.1/9'] },
-  ],
-  routes: [{ dst: 'default', via: '192.168.0.1', dev: 'eth0' }],
-  forwarding: true,
-};
+const library = await loadLibrary(args.dist);
+const { parseRuleset, readPacket, simulateResolved } = library;
 
 const parseStart = performance.now();
 const { ruleset } = parseRuleset(readFileSync(file, 'utf8'), { file });
 const parseMs = performance.now() - parseStart;
 
-const targets = readTargets(readFileSync(args.targets ?? file, 'utf8'));
-const resolved = readSimulationInput({ host, packet: { iif: 'eth0', src: CLIENT_IP, dst: NODE_IP } });
-if (!resolved.host) throw new Error(`bad host: ${JSON.stringify(resolved.errors)}`);
-const nodeHost = resolved.host;
+const targets = readTargets(readFileSync(args.targets ?? file, 'utf8'), args.targets ?? file);
+const nodeHost = resolveNodeHost(library);
 const random = mulberry32(Number(args.seed));
 const packetCount = Number(args.packets);
 const branchCount = Number(args['all-branches']);
@@ -124,25 +106,6 @@ console.log(JSON.stringify({
   allBranches: { packets: branchCount, ms: branchMs, outcomes, packetsPerSecond: branchCount / (branchMs / 1000) },
   maxRssKb: process.resourceUsage().maxRSS,
 }));
-
-/** The ClusterIP:port of every service with endpoints and every NodePort, from the nat table of
- * an iptables dump (`-A KUBE-SERVICES -d IP/32 -p P … --dport N -j KUBE-SVC-…`).
- * @param {string} text */
-function readTargets(text) {
-  const nat = text.slice(text.indexOf('\n*nat'));
-  /** @type {{ ip: string, protocol: string, port: number }[]} */
-  const services = [];
-  /** @type {{ protocol: string, port: number }[]} */
-  const nodePorts = [];
-  for (const m of nat.matchAll(/^-A KUBE-SERVICES -d ([\d.]+)\/32 -p (tcp|udp) .*--dport (\d+) -j KUBE-SVC-/gm)) {
-    services.push({ ip: m[1], protocol: m[2], port: Number(m[3]) });
-  }
-  for (const m of nat.matchAll(/^-A KUBE-NODEPORTS -p (tcp|udp) .*--dport (\d+) -j KUBE-EXT-/gm)) {
-    nodePorts.push({ protocol: m[1], port: Number(m[2]) });
-  }
-  if (services.length === 0) throw new Error(`no kube-proxy services found in ${args.targets ?? file} (give the iptables dump with --targets)`);
-  return { services, nodePorts };
-}
 
 /** 45% ClusterIP hits, 25% NodePort hits, 30% misses, from an external client on eth0.
  * @param {() => number} rnd */
