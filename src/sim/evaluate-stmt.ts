@@ -394,6 +394,10 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
     return matched ? undefined : NO_MATCH;
   }
   if (stmt.name === 'CHECKSUM') return undefined; // fills in a partial checksum: no effect on the way
+  if (stmt.name === 'TTL' || stmt.name === 'HL') {
+    setHopLimit(stmt, ctx);
+    return undefined;
+  }
   if (stmt.name === 'CONNMARK' && (option('save-mark') || option('restore-mark'))) {
     // The masked forms the lowering keeps as xt (xt_connmark.c connmark_tg_shift, no shift):
     // save: ctmark = (ctmark & ~ctmask) ^ (mark & nfmask); restore: mark = (mark & ~nfmask) ^
@@ -412,6 +416,21 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
     return undefined;
   }
   throw new NotModelled(XT_NOT_MODELLED[stmt.name] ?? `iptables target ${stmt.name}`);
+}
+
+/** xt_HL.c ttl_tg and hl_tg6: the IPv4 TTL (TTL, an ip table's) or the IPv6 hop limit (HL, an
+ * ip6 table's) set to the option's value, or raised or lowered by it within 0-255. The routing
+ * decision after prerouting reads the new value (ip_forward drops at 1 or less). */
+function setHopLimit(stmt: XtExtensionStmt, ctx: SimContext): void {
+  const [o] = stmt.options;
+  const prefix = stmt.name === 'TTL' ? 'ttl' : 'hl';
+  if (stmt.options.length !== 1 || o?.value.type !== 'number') throw new NotModelled(`iptables target ${stmt.name} without one --${prefix}-set, --${prefix}-inc or --${prefix}-dec`);
+  const n = o.value.n;
+  const p = ctx.pkt;
+  if (o.name === `${prefix}-set`) p.ttl = n;
+  else if (o.name === `${prefix}-inc`) p.ttl = Math.min(255, p.ttl + n);
+  else if (o.name === `${prefix}-dec`) p.ttl = Math.max(0, p.ttl - n);
+  else throw new NotModelled(`iptables target ${stmt.name} --${o.name}`);
 }
 
 /** A template is shared: xt_CT's by every packet of its rule, nft's per CPU, and conntrack does

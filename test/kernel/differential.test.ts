@@ -1076,6 +1076,25 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: addresses withou
   });
 });
 
+describe.skipIf(skipReason !== undefined)('kernel-differential: the TTL and HL targets', () => {
+  // xt_HL.c in mangle PREROUTING: the routing decision reads the new TTL (hop limit), and
+  // ip_forward drops a packet at 1 or less; a later test reads it too.
+  const dump = (target: string, test: string) => `*mangle\n:PREROUTING ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n-A PREROUTING -j ${target}\n-A FORWARD ${test} -j MARK --set-xmark 0x10/0xff\nCOMMIT\n`;
+  const v4 = { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40001, dport: 80 } as const;
+  const v6 = { ...v4, src: '2001:db8:1::1', dst: '2001:db8:2::20' } as const;
+  it.each([
+    ['TTL --ttl-set 1', 'iptables', '-m ttl --ttl-eq 1', v4],
+    ['TTL --ttl-dec 1', 'iptables', '-m ttl --ttl-eq 62', v4],
+    ['TTL --ttl-inc 1', 'iptables', '-m ttl --ttl-eq 64', v4],
+    ['HL --hl-set 1', 'ip6tables', '-m hl --hl-eq 1', v6],
+    ['HL --hl-inc 1', 'ip6tables', '-m hl --hl-eq 64', v6],
+  ] as const)('-j %s', async (target, kind, test, packet) => {
+    const rulesets = [{ kind, text: dump(target, test), file: 'r.save' }] as const;
+    const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets, packet });
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+});
+
 describe.skipIf(skipReason !== undefined)('kernel-differential: TCP endings and a SYN from the same port', () => {
   // nf_conntrack_proto_tcp.c nf_conntrack_tcp_packet: a SYN after a close by FINs or after the
   // client's own reset reopens the connection (new, through the nat chain again); after the

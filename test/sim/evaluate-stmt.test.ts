@@ -2,7 +2,8 @@
 // a TCP SYN of 40 bytes from 192.0.2.99:40000 to the node's 192.0.2.10:22 (helpers.ts LOCAL),
 // through a freshly loaded ruleset.
 import { describe, expect, it } from 'vitest';
-import { FORWARDED, LOCAL, simulateOne } from './helpers.js';
+import { FORWARDED, HOST, LOCAL, simulateOne } from './helpers.js';
+import type { PacketInput } from '../../src/sim/packet.js';
 
 function run(rules: string, family = 'inet', hook = 'input', priority = '0', objects = '') {
   const text = `table ${family} t {\n${objects}\tchain c {\n\t\ttype filter hook ${hook} priority ${priority};\n\t\t${rules}\n\t}\n}\n`;
@@ -202,5 +203,33 @@ describe('iptables xt extensions kept as xt matches', () => {
   it('an ipset match says which ipset it could not read', () => {
     const dump = `*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m set --match-set KUBE-X src -j DROP\nCOMMIT\n`;
     expect(simulateOne(dump, LOCAL).trace.find((e) => e.kind === 'unsupported')?.reason).toContain("ipset 'KUBE-X'");
+  });
+});
+
+describe('iptables TTL and HL targets (xt_HL.c)', () => {
+  // The new value is read by later tests and by the routing decision: a forwarded packet whose TTL
+  // is 1 or less after prerouting is dropped by ip_forward; set, raised and lowered within 0-255.
+  const FORWARD6: PacketInput = { iif: 'eth0', src: '2001:db8::99', dst: '2001:db8:1::5', dport: 80 };
+  const host = { ...HOST, routes: [...HOST.routes!, { dst: '2001:db8:1::/64', dev: 'cni0' }] };
+  it.each([
+    ['TTL --ttl-set 1', FORWARDED, 'dropped'],
+    ['TTL --ttl-dec 63', FORWARDED, 'dropped'],
+    ['TTL --ttl-dec 100', FORWARDED, 'dropped'], // held at 0
+    ['TTL --ttl-dec 62', FORWARDED, 'forwarded'],
+    ['TTL --ttl-inc 250', { ...FORWARDED, ttl: 1 }, 'forwarded'], // held at 255
+    ['HL --hl-set 1', FORWARD6, 'dropped'],
+    ['HL --hl-inc 1', { ...FORWARD6, ttl: 1 }, 'forwarded'],
+  ] as const)('mangle PREROUTING -j %s: %s → %s', (target, packet, disposition) => {
+    // An address says an ip6tables dump.
+    const only = target.startsWith('HL') ? '-d 2001:db8:1::/64 ' : '';
+    const dump = `*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING ${only}-j ${target}\nCOMMIT\n`;
+    const o = simulateOne(dump, packet, host);
+    expect(o.uncertain).toBe(false);
+    expect(o.disposition).toBe(disposition);
+  });
+
+  it('a later match reads the value: --ttl-inc 1 then -m ttl --ttl-eq 65', () => {
+    const dump = '*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j TTL --ttl-inc 1\n-A PREROUTING -m ttl --ttl-eq 65 -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n';
+    expect(simulateOne(dump, FORWARDED).mark).toBe('0x00000001');
   });
 });
