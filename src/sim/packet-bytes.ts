@@ -94,6 +94,9 @@ const FIELDS: Readonly<Record<string, Readonly<Record<string, FieldSpec>>>> = {
 const CHECKSUM_FIELDS = new Set(['ip checksum', 'tcp checksum', 'udp checksum', 'udplite checksum', 'icmp checksum', 'icmpv6 checksum', 'sctp checksum']);
 /** Transport header length by protocol number (first packet of a flow, no options). */
 const TRANSPORT_LENGTH: Readonly<Record<number, number>> = { 6: 20, 17: 8, 136: 8, 132: 12, 33: 16, 1: 8, 58: 8 };
+
+/** Where the transport checksum nftsim computes sits in its header, by protocol. */
+const CHECKSUM_AT: Readonly<Record<number, number>> = { 6: 16, 17: 6, 136: 6, 1: 2, 58: 2 };
 const ETHERTYPE: Readonly<Record<AddressFamily, number>> = { ip: 0x0800, ip6: 0x86dd };
 const DEFAULT_TCP_SEQUENCE = 0x1000_0000;
 const DEFAULT_TCP_WINDOW = 64240;
@@ -152,28 +155,22 @@ export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredH
     tv.setUint16(0, port(p.sport, 'sport'));
     tv.setUint16(2, port(p.dport, 'dport'));
   }
-  let checksumAt: number | undefined;
   switch (p.l4proto) {
     case 6:
       th[13] = p.tcpFlags;
-      checksumAt = 16;
       break;
     case 17:
       tv.setUint16(4, l4Length);
-      checksumAt = 6;
-      break;
-    case 136:
-      checksumAt = 6;
       break;
     case 1:
     case 58:
       th[0] = p.icmpType ?? 0;
       th[1] = p.icmpCode ?? 0;
-      checksumAt = 2;
       break;
     default:
       break;
   }
+  const checksumAt = CHECKSUM_AT[p.l4proto];
   if (checksumAt !== undefined) {
     tv.setUint16(checksumAt, 0);
     // ICMPv4's checksum covers the message only; the others add the pseudo-header (RFC 768, 793,
@@ -333,8 +330,32 @@ function readLocation(loc: FieldLocation, ctx: SimContext, what: string): bigint
   if (loc.base === 'll' && ctx.iif !== undefined && ctx.iif !== 'lo' && loc.offset < 96) {
     throw new NotModelled(`${what}: the MAC addresses of the received frame are not in the host model`);
   }
-  const buf = bytesAt(loc.base, ctx, currentHeaders(ctx));
+  // A port NAT picked from a range is one port of it in the kernel, not known here: the headers
+  // are written out with the range's first, and a read of that port or of the transport
+  // checksum, which covers it, is not modelled. Other bytes read as they are.
+  const p = ctx.pkt;
+  const ranged = typeof p.sport === 'string' || typeof p.dport === 'string';
+  const headers = currentHeaders(ctx, ranged ? { ...p, sport: firstPort(p.sport), dport: firstPort(p.dport) } : p);
+  if (ranged) checkPortsUnread(loc, headers, p, what);
+  const buf = bytesAt(loc.base, ctx, headers);
   return buf && readBits(buf, loc.offset, loc.length);
+}
+
+/** Throws NotModelled when a read of `loc` covers a port NAT picked from a range, or the
+ * transport checksum, which covers the port. */
+function checkPortsUnread(loc: FieldLocation, headers: StoredHeaders, p: PacketState, what: string): void {
+  // Where the transport header starts in the base's bytes (bytesAt); `ih` starts after it.
+  const start = loc.base === 'll' ? 14 + headers.nh.length : loc.base === 'nh' ? headers.nh.length : loc.base === 'th' ? 0 : undefined;
+  if (start === undefined) return;
+  const from = loc.offset - start * 8;
+  const to = from + loc.length;
+  const covers = (byte: number): boolean => from < (byte + 2) * 8 && to > byte * 8;
+  const checksumAt = CHECKSUM_AT[p.l4proto];
+  for (const [value, at] of [[p.sport, 0], [p.dport, 2]] as const) {
+    if (typeof value === 'string' && (covers(at) || (checksumAt !== undefined && covers(checksumAt)))) {
+      throw new NotModelled(`${what} after NAT picked a random port (${value})`);
+    }
+  }
 }
 
 /** `@ll,OFF,LEN`, `@nh,…`, `@th,…`, `@ih,…`. */
@@ -429,8 +450,8 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
 
 /** The ports NAT picked from a range that a write of `length` bits at `bit` (counted from the
  * transport header's start) does not touch: they stay the range. One it touches, it rewrites
- * whole: only a named port field gets here, since a raw payload statement first reads the
- * headers, which is not modelled with a port range (evaluate-stmt.ts setPayload). */
+ * whole: only a named port field gets here, since a raw payload statement first reads what it
+ * writes (evaluate-stmt.ts setPayload), which is not modelled over such a port (readLocation). */
 function keptPorts(picked: { readonly sport?: number | string; readonly dport?: number | string }, bit: number, length: number): { sport?: string; dport?: string } {
   const kept: { sport?: string; dport?: string } = {};
   for (const [field, from] of [['sport', 0], ['dport', 16]] as const) {

@@ -51,11 +51,25 @@ describe('payload statements change what later matches see (nft_payload_set)', (
     expect([o.mark, o.packet.sport]).toEqual(['0x00000001', sport]);
   });
 
+  // Reads and raw writes of other bytes than the port and the transport checksum (which covers
+  // it) are modelled: the network header, the transport header's other fields.
+  it.each([
+    ['counter', '@nh,72,8 6'],
+    ['counter', '@th,16,16 80'],
+    ['counter', '@th,32,32 268435456'],
+    ['@th,64,8 set 5', '@th,64,8 5'],
+  ])('after SNAT to a port range, %s, then %s', (set, check) => {
+    const o = simulateOne(afterSnatRange(set, `${check} meta mark set 1`), FORWARDED);
+    expect(o.trace.filter((e) => e.kind === 'unsupported' && e.chain === 'c')).toEqual([]);
+    expect([o.mark, o.packet.sport]).toEqual(['0x00000001', '2000-3000']);
+  });
+
   it.each([
     ['tcp dport set 8080', 'tcp sport 2000', 'tcp sport after NAT picked a random port'],
-    // nftsim reads a field before writing it (its header must be there): for a raw payload
-    // statement, all the headers.
-    ['@th,8,16 set 0x1234', 'meta mark 0', 'sport after NAT picked a random port'],
+    ['counter', '@th,0,16 2000', '@th,0,16 after NAT picked a random port'],
+    ['counter', 'tcp checksum 0', 'tcp checksum after NAT picked a random port'],
+    // nftsim reads a field before writing it (its header must be there).
+    ['@th,8,16 set 0x1234', 'meta mark 0', '@th,8,16 after NAT picked a random port'],
   ])('after SNAT to a port range, %s, then %s: the port the kernel picked is not known', (set, check, reason) => {
     const o = simulateOne(afterSnatRange(set, `${check} meta mark set 1`), FORWARDED);
     expect(o.trace.find((e) => e.kind === 'unsupported' && e.chain === 'c')?.reason).toContain(reason);
