@@ -67,12 +67,15 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     fc.constantFrom('eth0', 'eth1').map((i) => ({ text: `-o ${i}`, hooks: OUT_HOOKS, option: 'o' })),
     fc.constantFrom('-m mark --mark 0x10/0xff', '-m mark ! --mark 0x4000/0x4000', '-m mark --mark 0x1bd20', '-m connmark --mark 0x7').map((text) => ({ text })),
     fc.constantFrom('NEW', 'RELATED,ESTABLISHED', 'INVALID', 'DNAT').map((s) => ({ text: `-m conntrack --ctstate ${s}` })),
+    // The older state match, which older firewalls and Docker's rules still write.
+    fc.constantFrom('NEW', 'RELATED,ESTABLISHED', 'INVALID').map((s) => ({ text: `-m state --state ${s}` })),
     // With the other tests, which xt_conntrack makes only for a packet with an entry (a state
     // test passed with and without one is not modelled: docs/simulator-limits.md).
     fc.constantFrom('--ctstatus CONFIRMED', '--ctdir REPLY', '--ctstate NEW --ctdir ORIGINAL', '--ctstate INVALID --ctdir ORIGINAL', '--ctstate ESTABLISHED --ctstatus SEEN_REPLY').map((t) => ({ text: `-m conntrack ${t}` })),
     fc.constantFrom('--dst-type LOCAL', '--src-type LOCAL', '! --dst-type LOCAL').map((t) => ({ text: `-m addrtype ${t}` })),
     // The type the input interface's table gives (fib daddr . iif type): only where there is one.
     fc.constant({ text: '-m addrtype --dst-type LOCAL --limit-iface-in', hooks: IN_HOOKS }),
+    fc.constant({ text: '-m addrtype --src-type LOCAL --limit-iface-out', hooks: OUT_HOOKS }),
     // The conntrack tuples, which a packet without an entry does not match.
     fc
       .constantFrom(`--ctorigdst ${host(af, a.server[1])}`, `--ctreplsrc ${host(af, a.server[2])}`, '--ctorigdstport 80', `--ctstate DNAT --ctorigdst ${host(af, a.server[1])}`)
@@ -81,12 +84,13 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     fc.constant({ text: '-m statistic --mode random --probability 0.50000000000' }),
     fc.constant({ text: '-m comment --comment "generated rule"' }),
     fc.constant({ text: `-m iprange --dst-range ${a.range}` }),
+    fc.constant({ text: `-m iprange --src-range ${a.range}` }),
     fc.constantFrom('unicast', 'broadcast', 'multicast').map((t) => ({ text: `-m pkttype --pkt-type ${t}` })),
     fc.constantFrom('0:60', '61:65535').map((r) => ({ text: `-m length --length ${r}` })),
     // The forward path decrements the TTL before the forward hook (ip_forward, ip6_forward).
     fc.constantFrom('64', '63').map((n) => ({ text: af === 'ip' ? `-m ttl --ttl-eq ${n}` : `-m hl --hl-eq ${n}` })),
     fc.constantFrom('0x00', '0x08').map((d) => ({ text: `-m dscp --dscp ${d}` })),
-    fc.constantFrom('0', '1000').map((u) => ({ text: `-m owner --uid-owner ${u}`, hooks: ['output', 'postrouting'] as const })),
+    fc.constantFrom('--uid-owner 0', '--uid-owner 1000', '--gid-owner 0').map((o) => ({ text: `-m owner ${o}`, hooks: ['output', 'postrouting'] as const })),
   );
 }
 
@@ -99,6 +103,8 @@ function proto(af: AddressFamily): fc.Arbitrary<NonNullable<IptRule['proto']>> {
     // What iptables-save prints for `! --syn`.
     { text: '-p tcp -m tcp ! --tcp-flags FIN,SYN,RST,ACK SYN', proto: 'tcp' },
     af === 'ip' ? { text: '-p icmp -m icmp --icmp-type 8', proto: 'icmp' } : { text: '-p ipv6-icmp -m icmp6 --icmpv6-type 128', proto: 'icmp' },
+    // The type by name, as a hand-written restore file gives it.
+    af === 'ip' ? { text: '-p icmp -m icmp --icmp-type echo-request', proto: 'icmp' } : { text: '-p ipv6-icmp -m icmp6 --icmpv6-type echo-request', proto: 'icmp' },
   );
 }
 
@@ -109,9 +115,11 @@ const markTarget = fc.constantFrom(
   '-j MARK --and-mark 0xffffbfff',
   '-j MARK --xor-mark 0x4000',
   '-j MARK --set-mark 0x20',
+  '-j MARK --set-mark 0x20/0xff',
   '-j CONNMARK --save-mark --nfmask 0xff --ctmask 0xff',
   '-j CONNMARK --restore-mark --nfmask 0xffff --ctmask 0xffff',
   '-j CONNMARK --set-xmark 0x7/0xff',
+  '-j CONNMARK --set-mark 0x7/0xff',
   '-j CONNMARK --save-mark',
   '-j CONNMARK --restore-mark',
 );
@@ -133,9 +141,20 @@ function tableTargets(af: AddressFamily, table: IptTable): readonly IptPart[] {
     case 'raw':
       return [{ text: '-j CT --notrack' }, { text: '-j NOTRACK' }, { text: '-j CT --zone 1' }];
     case 'mangle':
-      return [{ text: '-j DSCP --set-dscp 0x08' }, { text: '-j CLASSIFY --set-class 0001:0002', hooks: ['forward', 'output', 'postrouting'] }];
+      return [
+        { text: '-j DSCP --set-dscp 0x08' },
+        { text: '-j CLASSIFY --set-class 0001:0002', hooks: ['forward', 'output', 'postrouting'] },
+        // The TTL (hop limit) the routing decision and later tests read: a forwarded packet at 1
+        // is dropped.
+        ...(af === 'ip' ? ['TTL --ttl-set 1', 'TTL --ttl-dec 1', 'TTL --ttl-inc 1'] : ['HL --hl-set 1', 'HL --hl-dec 1', 'HL --hl-inc 1']).map((t) => ({ text: `-j ${t}` })),
+      ];
     case 'filter':
-      return [...unreachable.map((type) => ({ text: `-j REJECT --reject-with ${type}` })), { text: '-j REJECT --reject-with tcp-reset', needs: 'tcp' }];
+      return [
+        ...unreachable.map((type) => ({ text: `-j REJECT --reject-with ${type}` })),
+        { text: '-j REJECT --reject-with tcp-reset', needs: 'tcp' },
+        // Without --reject-with: port unreachable.
+        { text: '-j REJECT' },
+      ];
     case 'nat':
       return [
         { text: `-j DNAT --to-destination ${withPort(af, a.server[2], '8080')}`, hooks: ['prerouting', 'output'], needs: 'port' },
