@@ -17,6 +17,8 @@ export interface Part {
   readonly hooks?: readonly Hook[];
   /** Only in an inet table (nft: "meta nfproto is only useful in the inet family"). */
   readonly inetOnly?: boolean;
+  /** Only in an ip or ip6 table, whose family it takes: nft wants the family named in inet. */
+  readonly notInet?: boolean;
   /** Only in a base chain before conntrack (priority below -200): see `ct zone set` in
    * docs/simulator-limits.md. */
   readonly beforeConntrack?: boolean;
@@ -125,6 +127,9 @@ function addressMatch(af: AddressFamily): fc.Arbitrary<Part> {
     fc.constantFrom(a.client[0], a.server[1], a.natMember[0]).map((x) => ({ text: `ct original ${af} daddr ${x}` })),
     fc.constantFrom(a.client[0], a.server[2], a.natMember[0]).map((x) => ({ text: `ct reply ${af} saddr ${x}` })),
     fc.constantFrom(a.client[0], a.snat[1], a.natMember[1]).map((x) => ({ text: `ct reply ${af} daddr ${x}` })),
+    // The same without a family, as nft lists them in ip and ip6 tables.
+    fc.constantFrom(a.client[0], a.server[1]).map((x) => ({ text: `ct original daddr ${x}`, notInet: true })),
+    fc.constant({ text: `ct reply saddr ${a.prefixes[1]}`, notInet: true }),
     // The forward path decrements the TTL before the forward hook (ip_forward, ip6_forward).
     fc.constantFrom('64', '63').map((n) => ({ text: af === 'ip' ? `ip ttl ${n}` : `ip6 hoplimit ${n}` })),
     fc.constantFrom('cs0', 'cs1').map((d) => ({ text: `${af} dscp ${d}` })),
@@ -285,6 +290,7 @@ export interface RenderPlace {
 
 function fits(part: Part, place: RenderPlace): boolean {
   if (part.inetOnly && place.family !== 'inet') return false;
+  if (part.notInet && place.family === 'inet') return false;
   if (part.beforeConntrack && !(place.priority !== undefined && place.priority < CONNTRACK_PRIORITY)) return false;
   return part.hooks === undefined || (place.hook !== undefined && part.hooks.includes(place.hook));
 }
