@@ -173,13 +173,21 @@ export function hasConntrackEntry(ctx: SimContext): boolean {
  * --restore-mark after CT --zone clears the mark, seed 307896318; --ctstatus and --ctdir). nft's
  * ct expression breaks on it on the kernel checked (6.18: nft_ct_get_eval's `!ct ||
  * nf_ct_is_template(ct)`, a recent test: docs/simulator-limits.md).
+ * Its tuples are zero (nf_ct_tmpl_alloc zeroes the template): xt_conntrack's address, port and
+ * protocol tests compare zeros (kernel-checked: `--ctorigdst X` after CT --zone does not match,
+ * `! --ctorigdst X` does).
  * What an iptables rule reads of the template; undefined without one or for an nft rule;
- * NotModelled for another key (a template's tuple, counters and timeout). */
+ * NotModelled for another key (a template's counters and timeout). */
 export function templateKey(ctx: SimContext, key: string): number | undefined {
   if (!hasZoneTemplate(ctx) || !isIptablesRule(ctx)) return undefined;
   switch (key) {
     case 'mark':
     case 'direction':
+    case 'saddr':
+    case 'daddr':
+    case 'proto-src':
+    case 'proto-dst':
+    case 'protocol':
       return 0;
     case 'status':
       return IPS.template | IPS.confirmed;

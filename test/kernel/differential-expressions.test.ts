@@ -198,6 +198,13 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
     packet: SYN,
   },
   {
+    // The template's tuples are zero (seed 750036222: nftsim had reported --ctorigdst as not
+    // modelled): an address, port or protocol test fails, and its negation holds.
+    name: 'xt conntrack tuple tests after CT --zone read the zeroed template',
+    dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -m conntrack --ctorigdst 198.51.100.20/32 -j MARK --set-xmark 0x1/0xff\n-A PREROUTING -m conntrack ! --ctorigdst 198.51.100.20/32 -j MARK --set-xmark 0x10/0xf0\n-A PREROUTING -m conntrack --ctorigdstport 80 -j MARK --set-xmark 0x200/0xf00\n-A PREROUTING -p tcp -m conntrack --ctproto tcp -j MARK --set-xmark 0x3000/0xf000\nCOMMIT\n*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m mark --mark 0x10 -j ACCEPT\nCOMMIT\n',
+    packet: SYN,
+  },
+  {
     // iptables has no zone match: an nft chain reads the zone.
     name: 'xt CT --zone twice: the first zone stays',
     dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -j CT --zone 3\n-A PREROUTING -j CT --zone 5\nCOMMIT\n',

@@ -209,6 +209,20 @@ describe('iptables xt extensions kept as xt matches', () => {
     expect(simulateOne(dump, LOCAL).mark).toBe('0x00000001');
   });
 
+  // nf_ct_tmpl_alloc zeroes the template: its tuples' addresses, ports and protocol are 0.
+  it.each([
+    ['--ctorigdst 192.0.2.10/32', '0x00000000'],
+    ['! --ctorigdst 192.0.2.10/32', '0x00000001'],
+    ['--ctreplsrc 0.0.0.0/32', '0x00000001'],
+    ['--ctorigdstport 22', '0x00000000'],
+    ['--ctproto tcp', '0x00000000'],
+  ])('conntrack %s after CT --zone reads the zeroed template: mark %s', (test, mark) => {
+    const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -m conntrack ${test} -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    const o = simulateOne(dump, LOCAL);
+    expect(o.uncertain).toBe(false);
+    expect(o.mark).toBe(mark);
+  });
+
   it('CONNMARK --save-mark after CT --zone is not modelled (the template is shared)', () => {
     const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -j CONNMARK --save-mark\nCOMMIT\n`;
     expect(simulateOne(dump, LOCAL).trace.find((e) => e.kind === 'unsupported')?.reason).toContain('zone template');
