@@ -95,6 +95,8 @@ const CHECKSUM_FIELDS = new Set(['ip checksum', 'tcp checksum', 'udp checksum', 
 /** Transport header length by protocol number (first packet of a flow, no options). */
 const TRANSPORT_LENGTH: Readonly<Record<number, number>> = { 6: 20, 17: 8, 136: 8, 132: 12, 33: 16, 1: 8, 58: 8 };
 
+/** Where the ports sit in a transport header that has them (bytes). */
+const PORTS_AT = [['sport', 0], ['dport', 2]] as const;
 /** Where the transport checksum nftsim computes sits in its header, by protocol. */
 const CHECKSUM_AT: Readonly<Record<number, number>> = { 6: 16, 17: 6, 136: 6, 1: 2, 58: 2 };
 const ETHERTYPE: Readonly<Record<AddressFamily, number>> = { ip: 0x0800, ip6: 0x86dd };
@@ -115,9 +117,11 @@ export function headersLength(family: AddressFamily, l4proto: number): number {
   return networkLength(family) + (TRANSPORT_LENGTH[l4proto] ?? 0);
 }
 
-function port(value: number | string | undefined, what: string): number {
-  if (typeof value === 'string') throw new NotModelled(`${what} after NAT picked a random port (${value})`);
-  return value ?? 0;
+/** A port as the headers hold it. One NAT picked from a range is one port of it in the kernel,
+ * not known here: it is written as the range's first, and the readers of the headers say what
+ * that leaves unknown (readLocation, keptPorts). */
+function port(value: number | string | undefined): number {
+  return (typeof value === 'string' ? portBounds(value)[0] : value) ?? 0;
 }
 
 /** The network and transport headers of the packet as it is now: what was stored by an earlier
@@ -152,8 +156,8 @@ export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredH
   }
   const tv = new DataView(th.buffer);
   if (th.length >= 4 && p.l4proto !== 1 && p.l4proto !== 58) {
-    tv.setUint16(0, port(p.sport, 'sport'));
-    tv.setUint16(2, port(p.dport, 'dport'));
+    tv.setUint16(0, port(p.sport));
+    tv.setUint16(2, port(p.dport));
   }
   switch (p.l4proto) {
     case 6:
@@ -314,15 +318,10 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-function currentHeaders(ctx: SimContext, p: PacketState = ctx.pkt): StoredHeaders {
-  const headers = serialiseHeaders(ctx.family, p);
-  fillIcmpRest(p, headers.th);
+function currentHeaders(ctx: SimContext): StoredHeaders {
+  const headers = serialiseHeaders(ctx.family, ctx.pkt);
+  fillIcmpRest(ctx.pkt, headers.th);
   return headers;
-}
-
-/** A port, the first of a range NAT picked from. */
-function firstPort(value: number | string | undefined): number | undefined {
-  return typeof value === 'string' ? portBounds(value)[0] : value;
 }
 
 /** Reads bits of the packet from a header base, as nft_payload_eval does. */
@@ -330,13 +329,11 @@ function readLocation(loc: FieldLocation, ctx: SimContext, what: string): bigint
   if (loc.base === 'll' && ctx.iif !== undefined && ctx.iif !== 'lo' && loc.offset < 96) {
     throw new NotModelled(`${what}: the MAC addresses of the received frame are not in the host model`);
   }
-  // A port NAT picked from a range is one port of it in the kernel, not known here: the headers
-  // are written out with the range's first, and a read of that port or of the transport
-  // checksum, which covers it, is not modelled. Other bytes read as they are.
+  // A read of a port NAT picked from a range, or of the transport checksum, which covers it, is
+  // not modelled (port); other bytes read as they are.
   const p = ctx.pkt;
-  const ranged = typeof p.sport === 'string' || typeof p.dport === 'string';
-  const headers = currentHeaders(ctx, ranged ? { ...p, sport: firstPort(p.sport), dport: firstPort(p.dport) } : p);
-  if (ranged) checkPortsUnread(loc, headers, p, what);
+  const headers = currentHeaders(ctx);
+  if (typeof p.sport === 'string' || typeof p.dport === 'string') checkPortsUnread(loc, headers, p, what);
   const buf = bytesAt(loc.base, ctx, headers);
   return buf && readBits(buf, loc.offset, loc.length);
 }
@@ -351,7 +348,8 @@ function checkPortsUnread(loc: FieldLocation, headers: StoredHeaders, p: PacketS
   const to = from + loc.length;
   const covers = (byte: number): boolean => from < (byte + 2) * 8 && to > byte * 8;
   const checksumAt = CHECKSUM_AT[p.l4proto];
-  for (const [value, at] of [[p.sport, 0], [p.dport, 2]] as const) {
+  for (const [field, at] of PORTS_AT) {
+    const value = p[field];
     if (typeof value === 'string' && (covers(at) || (checksumAt !== undefined && covers(checksumAt)))) {
       throw new NotModelled(`${what} after NAT picked a random port (${value})`);
     }
@@ -432,7 +430,7 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
   const p = ctx.pkt;
   const picked = { sport: p.sport, dport: p.dport };
   const ranged = typeof p.sport === 'string' || typeof p.dport === 'string';
-  const headers = currentHeaders(ctx, ranged ? { ...p, sport: firstPort(p.sport), dport: firstPort(p.dport) } : p);
+  const headers = currentHeaders(ctx);
   const start = loc.base === 'th' ? headers.nh.length * 8 : 0;
   const kept = ranged ? keptPorts(picked, start + loc.offset - headers.nh.length * 8, loc.length) : undefined;
   const packet = concat([headers.nh, headers.th]);
@@ -454,9 +452,9 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
  * writes (evaluate-stmt.ts setPayload), which is not modelled over such a port (readLocation). */
 function keptPorts(picked: { readonly sport?: number | string; readonly dport?: number | string }, bit: number, length: number): { sport?: string; dport?: string } {
   const kept: { sport?: string; dport?: string } = {};
-  for (const [field, from] of [['sport', 0], ['dport', 16]] as const) {
+  for (const [field, at] of PORTS_AT) {
     const range = picked[field];
-    if (typeof range === 'string' && (bit >= from + 16 || bit + length <= from)) kept[field] = range;
+    if (typeof range === 'string' && (bit >= (at + 2) * 8 || bit + length <= at * 8)) kept[field] = range;
   }
   return kept;
 }
