@@ -57,6 +57,14 @@ export interface StoredHeaders {
   readonly staleChecksum?: boolean;
 }
 
+/** A conntrack tuple's addresses and ports; a port NAT picked at random is its range's text. */
+export interface CtEndpoints {
+  readonly src: Address;
+  readonly dst: Address;
+  readonly sport?: number | string;
+  readonly dport?: number | string;
+}
+
 export interface CtStateValue {
   state: CtStateName;
   mark: number;
@@ -67,10 +75,10 @@ export interface CtStateValue {
   helper?: string;
   /** The labels `ct label set` set (absent: none). */
   labels?: bigint;
-  /** The reply tuple once NAT set up a mapping (absent: the inverse of the original). */
-  reply?: { readonly src: Address; readonly dst: Address; readonly sport?: number | string; readonly dport?: number | string };
+  /** The reply tuple: the entry's, or once NAT set up a mapping (absent: the inverse of the original). */
+  reply?: CtEndpoints;
   /** The original tuple, for `ct original ip saddr` and friends. */
-  original: { readonly src: Address; readonly dst: Address; readonly sport?: number; readonly dport?: number };
+  original: CtEndpoints;
 }
 
 /** What packets leave behind for the later packets of a flow or scenario: the conntrack table

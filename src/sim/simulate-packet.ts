@@ -2,7 +2,7 @@
 
 import type { Rule, Ruleset, Chain } from '../model/ast.js';
 import { formatAddress, type Address } from './address.js';
-import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleAt, tupleOf, type CtEntry, type CtMatch, type NatManip } from './conntrack-table.js';
+import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleAt, tupleOf, type CtEntry, type CtMatch, type CtTuple, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint, setUpNullBinding } from './evaluate-stmt.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
@@ -377,20 +377,21 @@ function attachEntry(ctx: SimContext, entry: CtEntry, direction: 0 | 1, state: C
   ctx.ct.mark = entry.mark;
   ctx.ct.status = entry.status;
   ctx.ct.zone = entry.original.zone;
-  ctx.ct.original = originalOf(entry);
+  ctx.ct.original = endpointsOf(entry.original);
+  // With the NAT mapping the first packet set up (nf_conntrack_alter_reply), for `ct reply saddr`
+  // and friends (seed 1541172547, case 1937: a redirected connection's reply read the inverse of
+  // its original tuple).
+  ctx.ct.reply = endpointsOf(entry.reply);
   ctx.natDone |= entry.natDone;
 }
 
-function originalOf(entry: CtEntry): SimContext['ct']['original'] {
-  const o = entry.original;
-  const port = (p: number | string | undefined): number | undefined => (typeof p === 'number' ? p : undefined);
-  const sport = port(o.sport);
-  const dport = port(o.dport);
+/** A tuple of an entry as `ct original …` and `ct reply …` read it. */
+function endpointsOf(t: CtTuple): NonNullable<SimContext['ct']['reply']> {
   return {
-    src: { family: o.family, n: o.src },
-    dst: { family: o.family, n: o.dst },
-    ...(sport !== undefined && { sport }),
-    ...(dport !== undefined && { dport }),
+    src: { family: t.family, n: t.src },
+    dst: { family: t.family, n: t.dst },
+    ...(t.sport !== undefined && { sport: t.sport }),
+    ...(t.dport !== undefined && { dport: t.dport }),
   };
 }
 

@@ -180,6 +180,15 @@ describe('NAT mappings across the packets of a flow', () => {
     expect(steps(ack!)).toEqual([]);
   });
 
+  // Later packets carry the entry's reply tuple as the first packet's mappings altered it
+  // (nf_conntrack_alter_reply). Kernel row: test/kernel/differential.test.ts, "a stray ACK from
+  // the node after a REDIRECT" (seed 1541172547, case 1937: nftsim read the inverted original).
+  // The first packet meets the forward chain before its SNAT is set up at postrouting.
+  it('shows later packets, both ways, the reply tuple with the mappings', () => {
+    const text = `${NAT}\ntable ip f {\n  chain fwd { type filter hook forward priority 0; policy accept;\n    ct reply ip saddr 10.244.1.5 ct reply ip daddr 10.244.0.1 ct reply proto-src 8080 ct reply proto-dst 40000 meta mark set mark or 0x1\n  }\n}`;
+    expect(only(text, [SYN, { reply: true }, { ...SYN, tcpFlags: 'ack' }]).map((p) => p.mark)).toEqual(['0x00000000', '0x00000001', '0x00000001']);
+  });
+
   // nf_nat_register_fn registers every NAT hook of the family once it has a nat chain at one:
   // with a DNAT at prerouting only, the reply's source is still rewritten at postrouting.
   it.each([
