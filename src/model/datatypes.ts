@@ -642,7 +642,9 @@ export function typeInner(expr: Expr): Expr {
 }
 
 function typeBinop(binop: Extract<Expr, { kind: 'binop' }>, type: Datatype | undefined): Expr {
-  const left = binop.left.kind === 'literal' ? typeWith(binop.left, type) : typeInner(binop.left);
+  // A constant operand chain, `(fin | syn | rst) | ack`, is typed as a whole: its inner left
+  // operands are literals too.
+  const left = binop.left.kind === 'literal' || binop.left.kind === 'binop' ? typeWith(binop.left, type) : typeInner(binop.left);
   const shift = binop.op === '<<' || binop.op === '>>';
   // Shift amounts are plain integers; mask and or operands take the left operand's type.
   const rightType = shift ? { name: 'integer', bits: 32 } : (datatypeOf(binop.left) ?? type);

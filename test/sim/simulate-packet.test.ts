@@ -599,6 +599,9 @@ describe('expressions', () => {
     ['th dport 22', true],
     ['tcp flags syn', true],
     ['tcp flags & (syn | ack) == syn', true],
+    // Three flags or more are a chain of `|`, each of its literals a TCP flag.
+    ['tcp flags & (fin | syn | rst | ack) == syn', true],
+    ['tcp flags & (fin | syn | rst | ack) != syn', false],
     ['tcp flags == syn', true],
     ['tcp flags ack', false],
     ['ct state new', true],
