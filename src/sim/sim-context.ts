@@ -3,7 +3,7 @@
 
 import type { Chain, Hook, Rule, Table } from '../model/ast.js';
 import type { Address } from './address.js';
-import { IPS, type ConntrackTable, type CtEntry, type CtTuple, type NatManip } from './conntrack-table.js';
+import { IPS, type ConntrackTable, type CtEntry, type CtMatch, type CtTuple, type NatManip } from './conntrack-table.js';
 import { localInterfaceOf, type Host, type HostInterface } from './host.js';
 import type { Loc, NatEvent, TraceEvent } from './outcome.js';
 import type { CtStateName, Packet, QuotedPacket } from './packet.js';
@@ -98,6 +98,9 @@ export interface ConnLink {
   readonly keep: boolean;
   /** The entry found or, once confirmed, created. */
   entry?: CtEntry;
+  /** The connection conntrack found the packet's tuple in, whether it gave the packet its entry
+   * or not (invalid, or untracked with a SYN or FIN: tcp-tracking.ts, what reached the peer). */
+  peer?: CtMatch;
   /** The original tuple of a connection this packet opens (confirmed at the end of postrouting
    * or input), and the TCP flags conntrack saw on it, which its tracking starts from (a rule
    * after conntrack may rewrite the packet's). */

@@ -10,7 +10,7 @@ import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, ty
 import { entrylessState, L4_NUMBERS, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
 import { buildHookIndex, chainsAt, STAGES, type HookIndex, type HookStage } from './pipeline.js';
 import type { InputError } from './read-fields.js';
-import { openTcp, trackTcp } from './tcp-tracking.js';
+import { deliverTcp, openTcp, sequenceEnd, trackTcp } from './tcp-tracking.js';
 import { hasConntrackEntry, localInterfaceAt, locOf, routeKeyOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
 
 export interface SimulateOptions {
@@ -223,7 +223,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     ctAttached: false,
     zoneTemplate: false,
     untrackedFrom: undefined,
-    conn: { table: state.conntrack, explicit: packet.ctGiven !== false, keep: how.keep, entry: undefined, tuple: undefined, tcpFlags: 0, mapped: {}, carried: false, quoted: packet.quoted },
+    conn: { table: state.conntrack, explicit: packet.ctGiven !== false, keep: how.keep, entry: undefined, peer: undefined, tuple: undefined, tcpFlags: 0, mapped: {}, carried: false, quoted: packet.quoted },
     iif: packet.iif,
     oif: undefined,
     natDone: 0,
@@ -246,7 +246,19 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
   const ending = packet.iif !== undefined ? receive(ctx, packet.oif) : send(ctx, packet);
   // A found entry is the kernel's own object: what the packet changed stays, dropped or not.
   if (ctx.conn.entry) ctx.conn.entry.mark = ctx.ct.mark;
+  if (how.keep && REACHED.has(ending.disposition)) deliverToPeer(ctx);
   return { outcome: finish(ctx, ending), final: ctx.pkt, family: ctx.family };
+}
+
+/** Dispositions of a packet that reached the other end of its connection. */
+const REACHED: ReadonlySet<Disposition> = new Set(['delivered', 'forwarded', 'sent']);
+
+/** A TCP packet reached the other end of its connection, tracked or not: that end acknowledges
+ * it in its answers, which conntrack checks against what it saw (tcp-tracking.ts). */
+function deliverToPeer(ctx: SimContext): void {
+  const conn = ctx.conn;
+  const match = conn.entry ? { entry: conn.entry, direction: ctx.ct.direction } : conn.peer;
+  if (match?.entry.tcp) deliverTcp(match.entry.tcp, match.direction, ctx.pkt.tcpFlags);
 }
 
 /** Runs every base chain of a hook; an ending when the packet's way ends there. `reroute` looks
@@ -313,12 +325,20 @@ function setNullBinding(ctx: SimContext, manip: NatManip | undefined): void {
 function attachConntrack(ctx: SimContext, tracked: boolean): void {
   ctx.ctAttached = tracked;
   const conn = ctx.conn;
-  // `notrack` leaves the packet untracked; one carried through lo keeps what it had.
-  if (!tracked || conn.carried || ctx.ct.state === 'untracked') return;
+  // One carried through lo keeps what it had.
+  if (!tracked || conn.carried) return;
   const p = ctx.pkt;
+  if (ctx.ct.state === 'untracked') {
+    // `notrack` leaves the packet untracked, and its connection's tracking behind the peer that
+    // gets a SYN or FIN it did not see.
+    const tuple = conn.keep && p.l4proto === L4_NUMBERS.tcp && sequenceEnd(p.tcpFlags) > 0 ? tupleOf(ctx.family, p, ctx.ct.zone) : undefined;
+    conn.peer = tuple && conn.table.lookup(tuple);
+    return;
+  }
   const tuple = tupleOf(ctx.family, p, ctx.ct.zone);
   if (tuple && !conn.explicit) {
     const found = conn.table.lookup(tuple);
+    conn.peer = found;
     if (found && trackConnection(ctx, found) !== 'reopened') return;
   }
   // Without an entry, what conntrack makes of the packet as it is here (a rule before conntrack

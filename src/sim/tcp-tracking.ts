@@ -1,10 +1,14 @@
-// TCP connection tracking as nf_conntrack_proto_tcp.c does it, without the window checks: the
-// state of a connection, moved by each packet's flags and direction through the kernel's
-// transition table (tcp_conntracks), with what tcp_packet does beside the table: packets the
-// table finds invalid get no entry, ignored ones pass without changing it, a SYN after a close
-// reopens the connection, a reset before any reply deletes the entry, and the handshake's end
-// marks the connection assured. Sequence numbers are taken to be in the window: a flow's packets
-// are assumed to follow each other as the peers would send them (docs/simulator-limits.md).
+// TCP connection tracking as nf_conntrack_proto_tcp.c does it: the state of a connection, moved
+// by each packet's flags and direction through the kernel's transition table (tcp_conntracks),
+// with what tcp_packet does beside the table: packets the table finds invalid get no entry,
+// ignored ones pass without changing it, a SYN after a close reopens the connection, a reset
+// before any reply deletes the entry, and the handshake's end marks the connection assured.
+//
+// Sequence numbers are implicit: a flow's packets are assumed to follow each other as the peers
+// would send them, carrying no data, each acknowledging all the other end sent that reached it
+// (docs/simulator-limits.md). Of tcp_in_window that leaves one check that can fail: an ACK of a
+// SYN or FIN conntrack did not see ("ACK is over upper bound", the packet is invalid), when one
+// reached the peer untracked or found invalid by conntrack.
 
 /** enum tcp_conntrack (include/uapi/linux/netfilter/nf_conntrack_tcp.h). */
 export const TCP_STATE = { none: 0, synSent: 1, synRecv: 2, established: 3, finWait: 4, closeWait: 5, lastAck: 6, timeWait: 7, close: 8, synSent2: 9 } as const;
@@ -71,6 +75,26 @@ export interface TcpTrack {
   /** A SYN was ignored in LAST_ACK: the peer may answer it with an ACK that is not the last one
    * (IP_CT_EXP_CHALLENGE_ACK, RFC 5961). */
   challengeAck: boolean;
+  /** Picked up mid-stream: both ends' window checks pass (tcp_new sets IP_CT_TCP_FLAG_BE_LIBERAL). */
+  readonly liberal: boolean;
+  /** Of each direction, how far into its sequence space conntrack accepted packets (td_end) and
+   * how far its packets reached the other end (what that end acknowledges): 0 nothing, 1 the
+   * SYN, 2 the FIN (sequenceEnd). Replaced, never changed in place: a copy of the tracking for
+   * another branch of a flow shares them. */
+  accepted: readonly [number, number];
+  delivered: readonly [number, number];
+}
+
+/** How far into its sender's sequence space a packet without data reaches: its FIN comes after
+ * the SYN, a packet with neither takes no sequence number. */
+export function sequenceEnd(flags: number): number {
+  return flags & FIN ? 2 : flags & SYN ? 1 : 0;
+}
+
+/** A packet with these flags reached the other end of the connection in `direction`. */
+export function deliverTcp(track: TcpTrack, direction: 0 | 1, flags: number): void {
+  const end = sequenceEnd(flags);
+  if (end > track.delivered[direction]) track.delivered = direction === 0 ? [end, track.delivered[1]] : [track.delivered[0], end];
 }
 
 /** The state a first packet starts a connection in (tcp_new and its own transition), undefined
@@ -92,7 +116,8 @@ export function opensTcpConnection(flags: number): boolean {
 export function openTcp(flags: number): TcpTrack | undefined {
   const state = openingState(flags);
   if (state === undefined) return undefined;
-  return { state, lastIndex: indexOf(flags)!, lastDir: 0, closeInit: false, simultaneousOpen: false, challengeAck: false };
+  const end = sequenceEnd(flags);
+  return { state, lastIndex: indexOf(flags)!, lastDir: 0, closeInit: false, simultaneousOpen: false, challengeAck: false, liberal: state !== sSS, accepted: [end, 0], delivered: [0, 0] };
 }
 
 /** What a packet does to a connection it belongs to. `accepted`: it gets the entry (`assured`
@@ -130,6 +155,12 @@ export function trackTcp(track: TcpTrack, direction: 0 | 1, flags: number, seenR
     track.challengeAck = false;
     return 'ignored';
   }
+  // tcp_in_window, after the table (nothing of the tracking changes when it fails): an ACK beyond
+  // what conntrack saw of the other end.
+  const peer = direction === 0 ? 1 : 0;
+  if (!track.liberal && flags & ACK && track.delivered[peer] > track.accepted[peer]) return 'invalid';
+  const end = sequenceEnd(flags);
+  if (end > track.accepted[direction]) track.accepted = direction === 0 ? [end, track.accepted[1]] : [track.accepted[0], end];
   if (next === sS2) track.simultaneousOpen = true;
   if (next === sSR && direction === 1 && index === INDEX.ack && track.simultaneousOpen) next = sES;
   track.lastIndex = index;

@@ -147,6 +147,33 @@ describe('TCP connection tracking across a flow', () => {
   });
 });
 
+// tcp_in_window: an end acknowledges everything of the other that reached it; an ACK of a SYN or
+// FIN conntrack did not see is "over upper bound", and the packet invalid. Kernel rows:
+// test/kernel/differential.test.ts, "a TCP connection whose packets conntrack partly missed".
+describe('TCP windows across a flow', () => {
+  const ruleset = (extra: string) => `table ip t {
+  chain raw { type filter hook prerouting priority -300; policy accept; tcp sport 5555 tcp flags & (fin | syn | rst | ack) == fin | ack notrack }
+  chain pre { type filter hook prerouting priority 0; policy accept;
+    ct state established meta mark set mark or 0x2
+    ct state invalid meta mark set mark or 0x10
+    ct state untracked meta mark set mark or 0x20
+  }
+  chain fwd { type filter hook forward priority 0; policy accept; ${extra} }
+}`;
+  const CLIENT = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'tcp', sport: 5555, dport: 80 } as const;
+  const client = (tcpFlags: string | readonly string[]) => ({ ...CLIENT, tcpFlags });
+  const server = (tcpFlags: string | readonly string[]) => ({ reply: true as const, tcpFlags });
+  const FIN = client(['fin', 'ack']);
+  it.each([
+    ['the server acknowledges the client\'s untracked FIN: invalid', '', [client('syn'), server(['syn', 'ack']), client('ack'), FIN, server(['fin', 'ack'])], [0x20, 0x10]],
+    ['a FIN dropped after it was untracked never reached the server: established', 'tcp flags fin drop', [client('syn'), server(['syn', 'ack']), client('ack'), FIN, server(['fin', 'ack'])], [0x20, 0x02]],
+    ['a connection picked up mid-stream is liberal: established', '', [client('ack'), FIN, server(['fin', 'ack'])], [0x20, 0x02]],
+    ['once invalid, the next answer is too: conntrack never sees the FIN', '', [client('syn'), server(['syn', 'ack']), client('ack'), FIN, server(['fin', 'ack']), server('ack')], [0x10, 0x10]],
+  ] as const)('%s', (_name, extra, packets, marks) => {
+    expect(only(ruleset(extra), packets).slice(-2).map((p) => p.mark)).toEqual(marks.map((m) => `0x${m.toString(16).padStart(8, '0')}`));
+  });
+});
+
 const NAT = `table ip nat {
   chain pre { type nat hook prerouting priority dstnat; policy accept;
     tcp dport 80 dnat to 10.244.1.5:8080
