@@ -83,6 +83,7 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   fc.constant({ text: 'meta mark & 0x4000 != 0x4000' }),
   fc.constantFrom('0x0', '0x7', '0x4000').map((m) => ({ text: `ct mark ${m}` })),
   fc.constantFrom('new', 'established', 'invalid', 'new,established', 'untracked').map((s) => ({ text: `ct state ${s}` })),
+  fc.constant({ text: 'ct state != established' }),
   fc.constantFrom('dnat', 'snat').map((s) => ({ text: `ct status ${s}` })),
   // IPS_SRC_NAT_DONE, IPS_DST_NAT_DONE: set as each NAT hook is passed (nf_nat_setup_info).
   fc.constantFrom('0x80', '0x100', '0x180').map((b) => ({ text: `ct status & ${b} == ${b}` })),
@@ -152,6 +153,10 @@ function l4Match(af: AddressFamily): fc.Arbitrary<L4Match> {
     { text: 'th dport { 53, 443 }', proto: 'any' },
     { text: 'tcp flags syn', proto: 'tcp' },
     { text: 'tcp flags & (syn | ack) == syn', proto: 'tcp' },
+    // iptables-nft's --syn and ! --syn as nft lists them: a chain of three flags or more.
+    { text: 'tcp flags & (fin | syn | rst | ack) == syn', proto: 'tcp' },
+    { text: 'tcp flags & (fin | syn | rst | ack) != syn', proto: 'tcp' },
+    { text: 'meta l4proto { tcp, udp }', proto: 'any' },
     { text: 'tcp flags ack', proto: 'tcp' },
     { text: 'meta l4proto udp', proto: 'udp' },
     { text: 'meta l4proto tcp', proto: 'tcp' },
