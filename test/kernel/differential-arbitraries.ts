@@ -62,7 +62,7 @@ interface GenTable {
  * (nf_conntrack_proto_tcp.c nf_conntrack_tcp_packet). Or a stray packet follows: after the
  * handshake a FIN without ACK (a flag set tcp_error refuses), a SYN-ACK from the client or a SYN
  * from the server (invalid in ESTABLISHED); or the server's bare ACK to the SYN (ignored). */
-export const TCP_ENDINGS = ['reset', 'reply reset', 'fin', 'half close', 'reset before reply', 'refused', 'bare fin', 'client syn-ack', 'server syn', 'server ack'] as const;
+export const TCP_ENDINGS = ['reset', 'reply reset', 'fin', 'half close', 'reset before reply', 'refused', 'bare fin', 'client syn-ack', 'server syn', 'server ack', 'syn answered', 'half close, syn answered'] as const;
 export type TcpEnding = (typeof TCP_ENDINGS)[number];
 
 export interface GeneratedCase {
@@ -262,5 +262,11 @@ function tcpEnding(packet: KernelPacket, handshake: readonly KernelFlowPacket[],
       return [...handshake, { reply: true, tcpFlags: 'syn', tcpSeq: REPLY_SEQ + 1 }];
     case 'server ack':
       return [packet, { reply: true, tcpFlags: 'ack', tcpSeq: REPLY_SEQ, tcpAck: DEFAULT_SEQ + 1 }];
+    // A new SYN conntrack ignores (the connection is not closed), which the server answers: its
+    // SYN-ACK brings conntrack back in sync (the reply acknowledges the SYN's sequence number).
+    case 'syn answered':
+      return [...handshake, reopen, { reply: true }];
+    case 'half close, syn answered':
+      return [...handshake, client('fin,ack', 1, 1), reopen, { reply: true }];
   }
 }
