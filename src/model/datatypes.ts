@@ -642,8 +642,8 @@ export function typeInner(expr: Expr): Expr {
 }
 
 function typeBinop(binop: Extract<Expr, { kind: 'binop' }>, type: Datatype | undefined): Expr {
-  // A constant operand chain, `(fin | syn | rst) | ack`, is typed as a whole: its inner left
-  // operands are literals too.
+  // An operand that is itself an operation, as a constant chain `(fin | syn | rst) | ack` is,
+  // takes the same type: it reaches the chain's leftmost literal.
   const left = binop.left.kind === 'literal' || binop.left.kind === 'binop' ? typeWith(binop.left, type) : typeInner(binop.left);
   const shift = binop.op === '<<' || binop.op === '>>';
   // Shift amounts are plain integers; mask and or operands take the left operand's type.

@@ -11,7 +11,7 @@ import { entrylessState, L4_NUMBERS, protocolName, readPacket, type CtStateName,
 import { buildHookIndex, chainsAt, STAGES, type HookIndex, type HookStage } from './pipeline.js';
 import type { InputError } from './read-fields.js';
 import { deliverTcp, openTcp, sequenceEnd, trackTcp } from './tcp-tracking.js';
-import { hasConntrackEntry, localInterfaceAt, locOf, routeKeyOf, type Chooser, type PacketState, type SimContext, type SimState } from './sim-context.js';
+import { hasConntrackEntry, localInterfaceAt, locOf, routeKeyOf, type Chooser, type CtEndpoints, type PacketState, type SimContext, type SimState } from './sim-context.js';
 
 export interface SimulateOptions {
   /** Pick one branch of every random choice with this seed instead of listing them all. */
@@ -257,8 +257,16 @@ const REACHED: ReadonlySet<Disposition> = new Set(['delivered', 'forwarded', 'se
  * it in its answers, which conntrack checks against what it saw (tcp-tracking.ts). */
 function deliverToPeer(ctx: SimContext): void {
   const conn = ctx.conn;
-  const match = conn.entry ? { entry: conn.entry, direction: ctx.ct.direction } : conn.peer;
-  if (match?.entry.tcp) deliverTcp(match.entry.tcp, match.direction, ctx.pkt.tcpFlags);
+  if (conn.entry) {
+    if (conn.entry.tcp) deliverTcp(conn.entry.tcp, ctx.ct.direction, ctx.pkt.tcpFlags);
+    return;
+  }
+  // A packet without the entry gets none of its NAT: it reached the other end only if it went
+  // where that end is (the source of the other direction's tuple).
+  const peer = conn.peer;
+  if (!peer?.entry.tcp) return;
+  const end = peer.direction === 0 ? peer.entry.reply : peer.entry.original;
+  if (ctx.pkt.dst.n === end.src && ctx.pkt.dport === end.sport) deliverTcp(peer.entry.tcp, peer.direction, ctx.pkt.tcpFlags);
 }
 
 /** Runs every base chain of a hook; an ending when the packet's way ends there. `reroute` looks
@@ -331,7 +339,7 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
   if (ctx.ct.state === 'untracked') {
     // `notrack` leaves the packet untracked, and its connection's tracking behind the peer that
     // gets a SYN or FIN it did not see.
-    const tuple = conn.keep && p.l4proto === L4_NUMBERS.tcp && sequenceEnd(p.tcpFlags) > 0 ? tupleOf(ctx.family, p, ctx.ct.zone) : undefined;
+    const tuple = conn.keep && !conn.explicit && p.l4proto === L4_NUMBERS.tcp && sequenceEnd(p.tcpFlags) > 0 ? tupleOf(ctx.family, p, ctx.ct.zone) : undefined;
     conn.peer = tuple && conn.table.lookup(tuple);
     return;
   }
@@ -340,6 +348,8 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
     const found = conn.table.lookup(tuple);
     conn.peer = found;
     if (found && trackConnection(ctx, found) !== 'reopened') return;
+    // Deleted: the packet opens a connection of its own.
+    conn.peer = undefined;
   }
   // Without an entry, what conntrack makes of the packet as it is here (a rule before conntrack
   // may have rewritten its TCP flags or ICMP type): new, or invalid.
@@ -406,7 +416,7 @@ function attachEntry(ctx: SimContext, entry: CtEntry, direction: 0 | 1, state: C
 }
 
 /** A tuple of an entry as `ct original …` and `ct reply …` read it. */
-function endpointsOf(t: CtTuple): NonNullable<SimContext['ct']['reply']> {
+function endpointsOf(t: CtTuple): CtEndpoints {
   return {
     src: { family: t.family, n: t.src },
     dst: { family: t.family, n: t.dst },

@@ -91,9 +91,11 @@ export function sequenceEnd(flags: number): number {
   return flags & FIN ? 2 : flags & SYN ? 1 : 0;
 }
 
-/** A packet with these flags reached the other end of the connection in `direction`. */
+/** A packet with these flags reached the other end of the connection in `direction`, which
+ * acknowledges its SYN, and its FIN when it carries an ACK (a receiving stack drops a segment
+ * without one, RFC 793). */
 export function deliverTcp(track: TcpTrack, direction: 0 | 1, flags: number): void {
-  const end = sequenceEnd(flags);
+  const end = flags & FIN && !(flags & ACK) ? (flags & SYN ? 1 : 0) : sequenceEnd(flags);
   if (end > track.delivered[direction]) track.delivered = direction === 0 ? [end, track.delivered[1]] : [track.delivered[0], end];
 }
 

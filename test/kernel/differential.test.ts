@@ -1268,4 +1268,22 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: a TCP connection
     const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, untracking(end), flowOf(packet, ending)!, 'asSent');
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
   });
+
+  // A receiving stack drops a FIN without ACK: the SYN-ACK after it acknowledges the SYN only.
+  it('a FIN without ACK that reached the node is not acknowledged', async () => {
+    const flow = [toNode, { ...toNode, tcpFlags: 'fin', tcpSeq: DEFAULT_SEQ + 1 }, { reply: true, tcpFlags: 'syn,ack', tcpSeq: REPLY_SEQ, tcpAck: DEFAULT_SEQ + 1 }] as const;
+    const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, untracking('server'), flow, 'asSent');
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+
+  // An untracked packet gets none of the connection's NAT: the client's FIN goes to the address
+  // it used, not to the server the connection was DNATed to, whose FIN acknowledges only the SYN.
+  it("an untracked FIN that missed the DNATed server", async () => {
+    const dnat = [{ kind: 'nft', text: untracking('client')[0].text.replace('table inet t {\n', 'table inet t {\n  chain nat {\n    type nat hook prerouting priority dstnat; policy accept;\n    ip daddr 198.51.100.20 tcp dport 80 dnat ip to 198.51.100.30\n  }\n'), file: 'dnat.nft' }] as const;
+    const client = (tcpFlags: string, seq: number, ack: number) => ({ ...forwarded, tcpFlags, tcpSeq: DEFAULT_SEQ + seq, tcpAck: REPLY_SEQ + ack });
+    const server = { iif: 'eth1', src: '198.51.100.30', dst: '192.0.2.1', protocol: 'tcp', sport: 80, dport: 40000, tcpFlags: 'fin,ack', tcpSeq: REPLY_SEQ + 1, tcpAck: DEFAULT_SEQ + 1 } as const;
+    const flow = [forwarded, { reply: true }, client('ack', 1, 1), client('fin,ack', 1, 1), server] as const;
+    const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, dnat, flow, 'asSent');
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
 });

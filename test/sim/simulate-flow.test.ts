@@ -169,8 +169,19 @@ describe('TCP windows across a flow', () => {
     ['a FIN dropped after it was untracked never reached the server: established', 'tcp flags fin drop', [client('syn'), server(['syn', 'ack']), client('ack'), FIN, server(['fin', 'ack'])], [0x20, 0x02]],
     ['a connection picked up mid-stream is liberal: established', '', [client('ack'), FIN, server(['fin', 'ack'])], [0x20, 0x02]],
     ['once invalid, the next answer is too: conntrack never sees the FIN', '', [client('syn'), server(['syn', 'ack']), client('ack'), FIN, server(['fin', 'ack']), server('ack')], [0x10, 0x10]],
+    // A receiving stack drops a segment without ACK: the server acknowledges only the SYN.
+    ['a FIN without ACK (invalid) is not acknowledged', '', [client('syn'), client('fin'), server(['syn', 'ack'])], [0x10, 0x02]],
   ] as const)('%s', (_name, extra, packets, marks) => {
     expect(only(ruleset(extra), packets).slice(-2).map((p) => p.mark)).toEqual(marks.map((m) => `0x${m.toString(16).padStart(8, '0')}`));
+  });
+
+  // An untracked packet gets none of the connection's NAT: the FIN went to the address the client
+  // used, not to the server the connection was DNATed to, which acknowledges only what it got.
+  it('does not count a FIN that missed the DNATed server', () => {
+    const text = ruleset('').replace('chain raw', 'chain nat { type nat hook prerouting priority dstnat; policy accept; tcp dport 80 dnat to 10.244.1.7 }\n  chain raw');
+    const fromServer = { iif: 'cni0', src: '10.244.1.7', dst: '192.0.2.99', protocol: 'tcp', sport: 80, dport: 5555, tcpFlags: ['fin', 'ack'] } as const;
+    const packets = only(text, [client('syn'), server(['syn', 'ack']), client('ack'), FIN, fromServer]);
+    expect(packets.slice(-2).map((p) => [p.mark, p.packet.dst])).toEqual([['0x00000020', '10.244.1.5'], ['0x00000002', '192.0.2.99']]);
   });
 });
 
