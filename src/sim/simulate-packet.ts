@@ -346,10 +346,11 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
   const tuple = tupleOf(ctx.family, p, ctx.ct.zone);
   if (tuple && !conn.explicit) {
     const found = conn.table.lookup(tuple);
-    conn.peer = found;
-    if (found && trackConnection(ctx, found) !== 'reopened') return;
-    // Deleted: the packet opens a connection of its own.
-    conn.peer = undefined;
+    // Reopened: deleted, and the packet opens a connection of its own.
+    if (found && trackConnection(ctx, found) !== 'reopened') {
+      conn.peer = found;
+      return;
+    }
   }
   // Without an entry, what conntrack makes of the packet as it is here (a rule before conntrack
   // may have rewritten its TCP flags or ICMP type): new, or invalid.

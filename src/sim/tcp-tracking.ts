@@ -95,8 +95,13 @@ export function sequenceEnd(flags: number): number {
  * acknowledges its SYN, and its FIN when it carries an ACK (a receiving stack drops a segment
  * without one, RFC 793). */
 export function deliverTcp(track: TcpTrack, direction: 0 | 1, flags: number): void {
-  const end = flags & FIN && !(flags & ACK) ? (flags & SYN ? 1 : 0) : sequenceEnd(flags);
-  if (end > track.delivered[direction]) track.delivered = direction === 0 ? [end, track.delivered[1]] : [track.delivered[0], end];
+  track.delivered = raised(track.delivered, direction, sequenceEnd(flags & ACK ? flags : flags & ~FIN));
+}
+
+/** `pair` with its `direction` side raised to `end` (the same pair when it is there already). */
+function raised(pair: readonly [number, number], direction: 0 | 1, end: number): readonly [number, number] {
+  if (end <= pair[direction]) return pair;
+  return direction === 0 ? [end, pair[1]] : [pair[0], end];
 }
 
 /** The state a first packet starts a connection in (tcp_new and its own transition), undefined
@@ -161,8 +166,7 @@ export function trackTcp(track: TcpTrack, direction: 0 | 1, flags: number, seenR
   // what conntrack saw of the other end.
   const peer = direction === 0 ? 1 : 0;
   if (!track.liberal && flags & ACK && track.delivered[peer] > track.accepted[peer]) return 'invalid';
-  const end = sequenceEnd(flags);
-  if (end > track.accepted[direction]) track.accepted = direction === 0 ? [end, track.accepted[1]] : [track.accepted[0], end];
+  track.accepted = raised(track.accepted, direction, sequenceEnd(flags));
   if (next === sS2) track.simultaneousOpen = true;
   if (next === sSR && direction === 1 && index === INDEX.ack && track.simultaneousOpen) next = sES;
   track.lastIndex = index;

@@ -171,6 +171,8 @@ describe('TCP windows across a flow', () => {
     ['once invalid, the next answer is too: conntrack never sees the FIN', '', [client('syn'), server(['syn', 'ack']), client('ack'), FIN, server(['fin', 'ack']), server('ack')], [0x10, 0x10]],
     // A receiving stack drops a segment without ACK: the server acknowledges only the SYN.
     ['a FIN without ACK (invalid) is not acknowledged', '', [client('syn'), client('fin'), server(['syn', 'ack'])], [0x10, 0x02]],
+    // A packet whose ct the input gives reads nothing of the table, and leaves nothing there.
+    ['a FIN whose ct the input gives is not counted', '', [client('syn'), server(['syn', 'ack']), client('ack'), { ...FIN, ct: { state: 'untracked' } }, server(['fin', 'ack'])], [0x20, 0x02]],
   ] as const)('%s', (_name, extra, packets, marks) => {
     expect(only(ruleset(extra), packets).slice(-2).map((p) => p.mark)).toEqual(marks.map((m) => `0x${m.toString(16).padStart(8, '0')}`));
   });
