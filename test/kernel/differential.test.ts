@@ -1113,6 +1113,8 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: the TTL and HL t
     ['TTL --ttl-set 1', 'iptables', '-m ttl --ttl-eq 1', v4],
     ['TTL --ttl-dec 1', 'iptables', '-m ttl --ttl-eq 62', v4],
     ['TTL --ttl-inc 1', 'iptables', '-m ttl --ttl-eq 64', v4],
+    // Held at 255 (64 + 250), less the forward path's one.
+    ['TTL --ttl-inc 250', 'iptables', '-m ttl --ttl-eq 254', v4],
     ['HL --hl-set 1', 'ip6tables', '-m hl --hl-eq 1', v6],
     ['HL --hl-inc 1', 'ip6tables', '-m hl --hl-eq 64', v6],
   ] as const)('-j %s', async (target, kind, test, packet) => {

@@ -242,9 +242,9 @@ describe('iptables TTL and HL targets (xt_HL.c)', () => {
   it.each([
     ['TTL --ttl-set 1', FORWARDED, 'dropped'],
     ['TTL --ttl-dec 63', FORWARDED, 'dropped'],
-    ['TTL --ttl-dec 100', FORWARDED, 'dropped'], // held at 0
+    ['TTL --ttl-dec 100', FORWARDED, 'dropped'],
     ['TTL --ttl-dec 62', FORWARDED, 'forwarded'],
-    ['TTL --ttl-inc 250', { ...FORWARDED, ttl: 1 }, 'forwarded'], // held at 255
+    ['TTL --ttl-inc 250', { ...FORWARDED, ttl: 1 }, 'forwarded'],
     ['HL --hl-set 1', FORWARD6, 'dropped'],
     ['HL --hl-inc 1', { ...FORWARD6, ttl: 1 }, 'forwarded'],
   ] as const)('mangle PREROUTING -j %s: %s → %s', (target, packet, disposition) => {
@@ -254,6 +254,15 @@ describe('iptables TTL and HL targets (xt_HL.c)', () => {
     const o = simulateOne(dump, packet, host);
     expect(o.uncertain).toBe(false);
     expect(o.disposition).toBe(disposition);
+  });
+
+  // ttl_tg: a result past 255 is held at 255, one below 0 at 0 (which a disposition does not show).
+  it.each([
+    ['--ttl-inc 250', 255],
+    ['--ttl-dec 100', 0],
+  ])('-j TTL %s from 64 holds the TTL at %s', (change, ttl) => {
+    const dump = `*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j TTL ${change}\n-A PREROUTING -m ttl --ttl-eq ${ttl} -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    expect(simulateOne(dump, FORWARDED).mark).toBe('0x00000001');
   });
 
   it('a later match reads the value: --ttl-inc 1 then -m ttl --ttl-eq 65', () => {
