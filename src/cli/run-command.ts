@@ -177,7 +177,8 @@ export function formatOutcomes(outcomes: readonly Outcome[], rules: ReturnType<t
     const p = o.packet;
     const endpoint = (addr: string, port: number | string | undefined): string => (port === undefined ? addr : `${addr}:${port}`);
     text += `=> ${o.disposition} (${o.verdict})${o.iif ? ` iif ${o.iif}` : ''}${o.oif ? ` oif ${o.oif}` : ''}${o.reason ? `: ${o.reason}` : ''}${o.uncertain ? '  UNCERTAIN: see the unsupported events' : ''}\n`;
-    text += `   ${p.protocol} ${endpoint(p.src, p.sport)} -> ${endpoint(p.dst, p.dport)}  mark ${o.mark}  ct mark ${o.ctMark}\n`;
+    const id = p.icmpId === undefined ? '' : ` id ${p.icmpId}`;
+    text += `   ${p.protocol} ${endpoint(p.src, p.sport)} -> ${endpoint(p.dst, p.dport)}${id}  mark ${o.mark}  ct mark ${o.ctMark}\n`;
     for (const n of o.nat) {
       const rule = n.at ? where(n.at) : 'the kernel, no rule: the tuple was taken';
       const by = n.conntrack === undefined ? rule : `conntrack, ${n.conntrack} direction, set up by ${rule}`;

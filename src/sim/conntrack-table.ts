@@ -8,11 +8,10 @@ import type { CtStateName } from './packet.js';
 import type { TcpTrack } from './tcp-tracking.js';
 
 /** A conntrack tuple (nf_conntrack_tuple.h): addresses, layer 4 protocol, ports, zone. For ICMP
- * queries the kernel keeps the id and the type; here `sport` is 0 for the id and `dport` is the
- * type. The echo requests nftsim builds all carry one identifier (packet-bytes.ts), so two of them
- * compare as in the kernel; an echo and another kind of query, or a query after `icmp id set`, do
- * not (docs/simulator-limits.md). A port may be a range (`1024-65535`) where NAT let the kernel
- * pick one: any port of the range then matches. */
+ * queries and their answers the kernel keeps the identifier (src.u.icmp.id) and the type and code
+ * (dst.u.icmp): here `sport` is the identifier and `dport` the type and code as the two bytes of
+ * dst.u.all read (`type << 8 | code`, what `ct original proto-dst` reads). A port may be a range
+ * (`1024-65535`) where NAT let the kernel pick one: any port of the range then matches. */
 export interface CtTuple {
   readonly family: AddressFamily;
   readonly l4proto: number;
@@ -93,15 +92,33 @@ export function icmpAnswerType(l4proto: number, type: number): number | undefine
   return ICMP_QUERY_ANSWER[l4proto]?.[type];
 }
 
+/** Whether an ICMP type carries an identifier conntrack keys on: the queries and their answers
+ * (the identifier is the header's bytes 4-5, icmp_pkt_to_tuple and icmpv6_pkt_to_tuple). */
+export function hasIcmpId(l4proto: number, type: number | undefined): boolean {
+  return type !== undefined && ICMP_QUERY_ANSWER[l4proto]?.[type] !== undefined;
+}
+
+/** A tuple's transport part as `ct original proto-src` and `proto-dst` read it and conntrack
+ * compares it: the ports, or an ICMP query's identifier and its type and code (CtTuple). */
+export function transportOf(pkt: { readonly l4proto: number; readonly sport?: number | string; readonly dport?: number | string; readonly icmpType?: number; readonly icmpCode?: number; readonly icmpId?: number | string }): {
+  sport?: number | string;
+  dport?: number | string;
+} {
+  if (ICMP_QUERY_ANSWER[pkt.l4proto]) {
+    return hasIcmpId(pkt.l4proto, pkt.icmpType) ? { sport: pkt.icmpId ?? 0, dport: (pkt.icmpType! << 8) | (pkt.icmpCode ?? 0) } : {};
+  }
+  return { sport: pkt.sport, dport: pkt.dport };
+}
+
 /** The tuple of a packet, undefined for what nftsim does not track (ICMP errors). */
 export function tupleOf(
   family: AddressFamily,
-  pkt: { readonly src: { readonly n: bigint }; readonly dst: { readonly n: bigint }; readonly l4proto: number; readonly sport?: number | string; readonly dport?: number | string; readonly icmpType?: number },
+  pkt: { readonly src: { readonly n: bigint }; readonly dst: { readonly n: bigint }; readonly l4proto: number; readonly sport?: number | string; readonly dport?: number | string; readonly icmpType?: number; readonly icmpCode?: number; readonly icmpId?: number | string },
   zone: number,
 ): CtTuple | undefined {
   if (ICMP_QUERY_ANSWER[pkt.l4proto]) {
-    if (pkt.icmpType === undefined || icmpAnswerType(pkt.l4proto, pkt.icmpType) === undefined) return undefined;
-    return { family, l4proto: pkt.l4proto, src: pkt.src.n, dst: pkt.dst.n, zone, sport: 0, dport: pkt.icmpType };
+    if (!hasIcmpId(pkt.l4proto, pkt.icmpType)) return undefined;
+    return { family, l4proto: pkt.l4proto, src: pkt.src.n, dst: pkt.dst.n, zone, ...transportOf(pkt) };
   }
   // Built field by field: object spreads here were a tenth of the time of simulating a packet.
   const tuple: { -readonly [K in keyof CtTuple]: CtTuple[K] } = { family, l4proto: pkt.l4proto, src: pkt.src.n, dst: pkt.dst.n, zone };
@@ -110,12 +127,18 @@ export function tupleOf(
   return tuple;
 }
 
-/** The tuple of the other direction (nf_ct_invert_tuple): addresses and ports swapped, an ICMP
- * query's type turned into its answer's. */
+/** The tuple of the other direction (nf_ct_invert_tuple): addresses swapped, and the ports, or
+ * for an ICMP query the type turned into its answer's, identifier and code kept
+ * (icmp_invert_tuple). */
 export function invertTuple(t: CtTuple): CtTuple {
+  return { family: t.family, l4proto: t.l4proto, src: t.dst, dst: t.src, zone: t.zone, ...invertTransport(t) };
+}
+
+/** The transport part of the other direction's tuple (invertTuple). */
+export function invertTransport(t: { readonly l4proto: number; readonly sport?: number | string; readonly dport?: number | string }): { sport?: number | string; dport?: number | string } {
   const icmp = ICMP_QUERY_ANSWER[t.l4proto];
-  if (icmp) return { ...t, src: t.dst, dst: t.src, dport: icmp[t.dport as number] ?? t.dport };
-  return { family: t.family, l4proto: t.l4proto, src: t.dst, dst: t.src, zone: t.zone, ...(t.dport !== undefined && { sport: t.dport }), ...(t.sport !== undefined && { dport: t.sport }) };
+  if (icmp && typeof t.dport === 'number') return { ...(t.sport !== undefined && { sport: t.sport }), dport: ((icmp[t.dport >> 8] ?? t.dport >> 8) << 8) | (t.dport & 0xff) };
+  return { ...(t.dport !== undefined && { sport: t.dport }), ...(t.sport !== undefined && { dport: t.sport }) };
 }
 
 /** The bounds of a port: a number, or a range (`1024-65535`) where NAT let the kernel pick. */

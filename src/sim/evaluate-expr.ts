@@ -7,7 +7,7 @@ import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, formatAddress, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
 import { isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute, primaryAddress } from './host.js';
 import { HOST_KEY } from './route-rules.js';
-import { CT_STATE_BITS } from './conntrack-table.js';
+import { CT_STATE_BITS, invertTransport } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
@@ -299,9 +299,7 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
       if (expr.family !== undefined && expr.family !== ctx.family) return undefined;
       // The reply tuple is the original one inverted, with the NAT mappings set up so far
       // (nf_nat_setup_info alters it when the mapping is made).
-      const tuple = expr.dir === 'reply'
-        ? (ct.reply ?? { src: original.dst, dst: original.src, sport: original.dport, dport: original.sport })
-        : original;
+      const tuple = expr.dir === 'reply' ? (ct.reply ?? { src: original.dst, dst: original.src, ...invertTransport({ l4proto: ctx.pkt.l4proto, ...original }) }) : original;
       if (expr.key.endsWith('saddr')) return tuple.src.n;
       if (expr.key.endsWith('daddr')) return tuple.dst.n;
       const port = expr.key === 'proto-src' ? tuple.sport : tuple.dport;

@@ -8,13 +8,13 @@ import { formatAddress, parseAddress, type Address, type AddressFamily } from '.
 import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
 import { HOST_KEY } from './route-rules.js';
 import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
-import { IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
+import { hasIcmpId, invertTransport, IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
 import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
-import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type SimContext } from './sim-context.js';
+import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
 import { uniqueTuple, type NatValue } from './unique-tuple.js';
 import { NAT_MANIP } from './pipeline.js';
@@ -699,7 +699,7 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
     address = { family, n: chosen.address };
     addressText = formatAddress(address);
   }
-  const rewrite = wants === 'dst' ? 'dport' : 'sport';
+  const rewrite = natField(p, wants);
   const oldPort = p[rewrite];
   let portText: string | undefined;
   if (typeof chosen.port === 'number') {
@@ -711,7 +711,9 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
     portText = natText(chosen.port, String);
     p[rewrite] = portText;
   }
-  mapConnection(ctx, wants, address, oldPort, { type: plan.type, to: formatEndpoint(addressText, portText, family), at: at ?? locOf(currentRule(ctx)!) });
+  // An ICMP identifier is no port of the address NAT maps to: the packet shows it.
+  const endpointPort = rewrite === 'icmpId' ? undefined : portText;
+  mapConnection(ctx, wants, address, oldPort, { type: plan.type, to: formatEndpoint(addressText, endpointPort, family), at: at ?? locOf(currentRule(ctx)!) });
   return PLAIN_RESULTS.accept.verdict;
 }
 
@@ -727,10 +729,19 @@ export function setUpNullBinding(ctx: SimContext, manip: NatManip): void {
   if (!isNew || manip === 'dst' || ctx.conn.table.entries.length === 0) return;
   const { port } = uniqueTuple({ wants: 'src', pkt: p, zone: ctx.ct.zone, addresses: { low: p.src.n, high: p.src.n }, ports: undefined, random: false, persistent: false }, ctx.conn.table);
   if (typeof port !== 'object') return;
-  const oldPort = p.sport;
-  p.sport = natText(port, String);
-  mapConnection(ctx, 'src', p.src, oldPort, { type: 'snat', to: formatEndpoint(formatAddress(p.src), p.sport, ctx.family) });
-  ctx.conn.mapped.src = { addr: p.src, port: p.sport };
+  const rewrite = natField(p, 'src');
+  const oldPort = p[rewrite];
+  const picked = natText(port, String);
+  p[rewrite] = picked;
+  mapConnection(ctx, 'src', p.src, oldPort, { type: 'snat', to: formatEndpoint(formatAddress(p.src), rewrite === 'icmpId' ? undefined : picked, ctx.family) });
+  ctx.conn.mapped.src = { addr: p.src, port: picked };
+}
+
+/** The field of the packet a NAT manipulation maps with the address: the source or destination
+ * port, or an ICMP query's identifier for either (unique-tuple.ts natKeyOf). */
+export function natField(p: PacketState, wants: NatManip): 'sport' | 'dport' | 'icmpId' {
+  if (hasIcmpId(p.l4proto, p.icmpType)) return 'icmpId';
+  return wants === 'dst' ? 'dport' : 'sport';
 }
 
 /** The connection is mapped (nf_nat_setup_info): the packet goes to (DNAT) or comes from (SNAT)
@@ -738,14 +749,21 @@ export function setUpNullBinding(ctx: SimContext, manip: NatManip): void {
  * (nf_conntrack_alter_reply, for `ct reply saddr` and friends), and the manipulation is done. */
 function mapConnection(ctx: SimContext, wants: NatManip, address: Address, oldPort: number | string | undefined, event: NatEvent): void {
   const p = ctx.pkt;
-  const changed = (wants === 'dst' ? p.dst : p.src).n !== address.n || p[wants === 'dst' ? 'dport' : 'sport'] !== oldPort;
+  const field = natField(p, wants);
+  const changed = (wants === 'dst' ? p.dst : p.src).n !== address.n || p[field] !== oldPort;
   if (wants === 'dst') p.dst = address;
   else p.src = address;
   const { original, reply } = ctx.ct;
-  ctx.ct.reply =
-    wants === 'dst'
-      ? { src: address, dst: reply ? reply.dst : original.src, sport: p.dport, dport: reply ? reply.dport : original.sport }
-      : { src: reply ? reply.src : original.dst, dst: address, sport: reply ? reply.sport : original.dport, dport: p.sport };
+  if (field === 'icmpId') {
+    // Both directions keep the identifier in the source's place (invertTransport).
+    const transport = invertTransport({ l4proto: p.l4proto, sport: p.icmpId, dport: original.dport });
+    ctx.ct.reply = wants === 'dst' ? { src: address, dst: reply ? reply.dst : original.src, ...transport } : { src: reply ? reply.src : original.dst, dst: address, ...transport };
+  } else {
+    ctx.ct.reply =
+      wants === 'dst'
+        ? { src: address, dst: reply ? reply.dst : original.src, sport: p.dport, dport: reply ? reply.dport : original.sport }
+        : { src: reply ? reply.src : original.dst, dst: address, sport: reply ? reply.sport : original.dport, dport: p.sport };
+  }
   ctx.natDone |= NAT_DONE[wants];
   // nf_nat_setup_info marks the entry SNAT/DNAT only when the new tuple differs from the old.
   if (changed) ctx.ct.status |= wants === 'dst' ? IPS.dstNat : IPS.srcNat;

@@ -61,6 +61,9 @@ export interface Outcome {
     /** A number, or a range (`1024-65535`) where NAT picks a random port. */
     readonly sport?: number | string;
     readonly dport?: number | string;
+    /** An ICMP query's or answer's identifier: a number, or a range (`0-65535`) where NAT
+     * picks one at random. */
+    readonly icmpId?: number | string;
   };
   readonly mark: string;
   readonly ctMark: string;

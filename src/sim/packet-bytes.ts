@@ -12,7 +12,8 @@
 // - IPv6: flow label 0, no extension headers;
 // - TCP: sequence 0x10000000, ack 0, data offset 5 (no options), reserved 0, window 64240,
 //   urgent pointer 0; UDP: length from the packet length; UDP-Lite: checksum coverage 0 (all);
-//   ICMP/ICMPv6 echo: identifier 40000, sequence 1 (other types: the rest of the header 0);
+//   ICMP/ICMPv6 queries and their answers: the packet's identifier (40000 unless given,
+//   packet.ts), echo sequence 1 (other types: the rest of the header 0);
 //   SCTP: verification tag 0 (an INIT's), no chunks; DCCP: a Request with 48-bit sequence 0;
 // - no payload bytes beyond the headers unless the packet length says so (then zeros);
 // - checksums: the IPv4 header, TCP, UDP, UDP-Lite, ICMP and ICMPv6 checksums are computed
@@ -27,7 +28,7 @@
 
 import type { Payload, RawPayload } from '../model/ast.js';
 import type { AddressFamily } from './address.js';
-import { portBounds } from './conntrack-table.js';
+import { hasIcmpId, portBounds } from './conntrack-table.js';
 import { L4_NUMBERS } from './packet.js';
 import { NotModelled, type PacketState, type SimContext, type StoredHeaders } from './sim-context.js';
 
@@ -96,13 +97,14 @@ const CHECKSUM_FIELDS = new Set(['ip checksum', 'tcp checksum', 'udp checksum', 
 const TRANSPORT_LENGTH: Readonly<Record<number, number>> = { 6: 20, 17: 8, 136: 8, 132: 12, 33: 16, 1: 8, 58: 8 };
 
 /** Where the ports sit in a transport header that has them (bytes). */
-const PORTS_AT = [['sport', 0], ['dport', 2]] as const;
+/** The fields NAT may leave a range (a port or an ICMP identifier it picked at random), and their
+ * byte in the transport header. */
+const PORTS_AT = [['sport', 0], ['dport', 2], ['icmpId', 4]] as const;
 /** Where the transport checksum nftsim computes sits in its header, by protocol. */
 const CHECKSUM_AT: Readonly<Record<number, number>> = { 6: 16, 17: 6, 136: 6, 1: 2, 58: 2 };
 const ETHERTYPE: Readonly<Record<AddressFamily, number>> = { ip: 0x0800, ip6: 0x86dd };
 const DEFAULT_TCP_SEQUENCE = 0x1000_0000;
 const DEFAULT_TCP_WINDOW = 64240;
-const DEFAULT_ECHO_ID = 40000;
 const DEFAULT_ECHO_SEQUENCE = 1;
 const IP_DF = 0x4000;
 const ICMP_ECHO_TYPES = new Set([0, 8, 128, 129]);
@@ -170,6 +172,8 @@ export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredH
     case 58:
       th[0] = p.icmpType ?? 0;
       th[1] = p.icmpCode ?? 0;
+      // NAT rewrites the identifier as a port (nf_nat_proto.c icmp_manip_pkt).
+      if (p.icmpId !== undefined) tv.setUint16(4, port(p.icmpId));
       break;
     default:
       break;
@@ -211,12 +215,10 @@ function initialiseTransport(l4proto: number, th: Uint8Array): void {
   }
 }
 
-/** The echo identifier and sequence live in the transport header only for echo messages. */
+/** The echo sequence lives in the transport header only for echo messages. */
 function fillIcmpRest(p: PacketState, th: Uint8Array): void {
   if ((p.l4proto === 1 || p.l4proto === 58) && ICMP_ECHO_TYPES.has(p.icmpType ?? -1) && !p.headers) {
-    const view = new DataView(th.buffer);
-    view.setUint16(4, DEFAULT_ECHO_ID);
-    view.setUint16(6, DEFAULT_ECHO_SEQUENCE);
+    new DataView(th.buffer).setUint16(6, DEFAULT_ECHO_SEQUENCE);
   }
 }
 
@@ -333,7 +335,7 @@ function readLocation(loc: FieldLocation, ctx: SimContext, what: string): bigint
   // not modelled (port); other bytes read as they are.
   const p = ctx.pkt;
   const headers = currentHeaders(ctx);
-  if (typeof p.sport === 'string' || typeof p.dport === 'string') checkPortsUnread(loc, headers, p, what);
+  if (typeof p.sport === 'string' || typeof p.dport === 'string' || typeof p.icmpId === 'string') checkPortsUnread(loc, headers, p, what);
   const buf = bytesAt(loc.base, ctx, headers);
   return buf && readBits(buf, loc.offset, loc.length);
 }
@@ -351,7 +353,7 @@ function checkPortsUnread(loc: FieldLocation, headers: StoredHeaders, p: PacketS
   for (const [field, at] of PORTS_AT) {
     const value = p[field];
     if (typeof value === 'string' && (covers(at) || (checksumAt !== undefined && covers(checksumAt)))) {
-      throw new NotModelled(`${what} after NAT picked a random port (${value})`);
+      throw new NotModelled(`${what} after NAT picked a random ${field === 'icmpId' ? 'ICMP identifier' : 'port'} (${value})`);
     }
   }
 }
@@ -424,12 +426,12 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
     raw = true;
   }
   if (loc.base === 'll' || loc.base === 'ih') throw new NotModelled(`a payload statement on the ${loc.base === 'll' ? 'link layer' : 'inner'} header`);
-  // A port NAT picked from a range is one port of it in the kernel, which a write elsewhere in
-  // the headers leaves as it is: written out as the range's first, it stays the range after,
-  // unless the write replaced it whole.
+  // A port (or ICMP identifier) NAT picked from a range is one of it in the kernel, which a write
+  // elsewhere in the headers leaves as it is: written out as the range's first, it stays the
+  // range after, unless the write replaced it whole.
   const p = ctx.pkt;
-  const picked = { sport: p.sport, dport: p.dport };
-  const ranged = typeof p.sport === 'string' || typeof p.dport === 'string';
+  const picked = { sport: p.sport, dport: p.dport, icmpId: p.icmpId };
+  const ranged = typeof p.sport === 'string' || typeof p.dport === 'string' || typeof p.icmpId === 'string';
   const headers = currentHeaders(ctx);
   const start = loc.base === 'th' ? headers.nh.length * 8 : 0;
   const kept = ranged ? keptPorts(picked, start + loc.offset - headers.nh.length * 8, loc.length) : undefined;
@@ -446,12 +448,14 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
   if (kept) Object.assign(p, kept);
 }
 
-/** The ports NAT picked from a range that a write of `length` bits at `bit` (counted from the
+/** The ports (and ICMP identifier) NAT picked from a range that a write of `length` bits at `bit` (counted from the
  * transport header's start) does not touch: they stay the range. One it touches, it rewrites
  * whole: only a named port field gets here, since a raw payload statement first reads what it
  * writes (evaluate-stmt.ts setPayload), which is not modelled over such a port (readLocation). */
-function keptPorts(picked: { readonly sport?: number | string; readonly dport?: number | string }, bit: number, length: number): { sport?: string; dport?: string } {
-  const kept: { sport?: string; dport?: string } = {};
+type Ranged = { -readonly [K in (typeof PORTS_AT)[number][0]]?: number | string };
+
+function keptPorts(picked: Ranged, bit: number, length: number): Ranged {
+  const kept: Ranged = {};
   for (const [field, at] of PORTS_AT) {
     const range = picked[field];
     if (typeof range === 'string' && (bit >= (at + 2) * 8 || bit + length <= at * 8)) kept[field] = range;
@@ -488,6 +492,7 @@ function readBack(ctx: SimContext, nh: Uint8Array, th: Uint8Array, staleChecksum
   if ((p.l4proto === 1 || p.l4proto === 58) && th.length >= 2) {
     p.icmpType = th[0]!;
     p.icmpCode = th[1]!;
+    p.icmpId = hasIcmpId(p.l4proto, p.icmpType) && th.length >= 6 ? tv.getUint16(4) : undefined;
   }
   p.headers = { nh, th, ...(staleChecksum && { staleChecksum: true }) };
 }

@@ -4,7 +4,7 @@
 import { datatypeSymbols } from '../model/datatypes.js';
 import { parseAddress, type Address, type AddressFamily } from './address.js';
 import type { Host } from './host.js';
-import { isIcmpError, opensIcmpConnection } from './conntrack-table.js';
+import { hasIcmpId, isIcmpError, opensIcmpConnection } from './conntrack-table.js';
 import { headersLength } from './packet-bytes.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
 import { opensTcpConnection } from './tcp-tracking.js';
@@ -25,6 +25,8 @@ export interface PacketInput {
   readonly tcpFlags?: string | readonly string[];
   readonly icmpType?: string | number;
   readonly icmpCode?: string | number;
+  /** An ICMP query's or answer's identifier (an echo's, a timestamp's…); default 40000. */
+  readonly icmpId?: number;
   readonly mark?: string | number;
   readonly ct?: { readonly state?: CtStateName; readonly mark?: string | number; readonly status?: string | readonly string[]; readonly zone?: number; readonly direction?: 'original' | 'reply' };
   readonly length?: number;
@@ -35,7 +37,7 @@ export interface PacketInput {
   /** For an ICMP error: the packet it is about (its addresses, protocol, ports or ICMP type),
    * by which conntrack relates it to that packet's connection. A flow's reply that is an ICMP
    * error quotes the previous packet without it. */
-  readonly quoted?: Pick<PacketInput, 'src' | 'dst' | 'protocol' | 'sport' | 'dport' | 'icmpType'>;
+  readonly quoted?: Pick<PacketInput, 'src' | 'dst' | 'protocol' | 'sport' | 'dport' | 'icmpType' | 'icmpId'>;
 }
 
 /** The packet an ICMP error quotes: its addresses, protocol, and ports or ICMP type. */
@@ -46,6 +48,7 @@ export interface QuotedPacket {
   readonly sport?: number;
   readonly dport?: number;
   readonly icmpType?: number;
+  readonly icmpId?: number;
 }
 
 export type CtStateName = 'new' | 'established' | 'related' | 'invalid' | 'untracked';
@@ -63,6 +66,8 @@ export interface Packet {
   readonly tcpFlags: number;
   readonly icmpType?: number;
   readonly icmpCode?: number;
+  /** For an ICMP query or its answer (conntrack-table.ts hasIcmpId): its identifier. */
+  readonly icmpId?: number;
   readonly mark: number;
   /** False when the input gave no `ct`: the packet then sees what conntrack makes of it. A
    * packet built by hand without it sees its `ct`, as before the field existed. */
@@ -85,7 +90,7 @@ export interface Packet {
 }
 
 const PACKET_FIELDS = [
-  'iif', 'oif', 'src', 'dst', 'protocol', 'sport', 'dport', 'tcpFlags', 'icmpType', 'icmpCode', 'quoted',
+  'iif', 'oif', 'src', 'dst', 'protocol', 'sport', 'dport', 'tcpFlags', 'icmpType', 'icmpCode', 'icmpId', 'quoted',
   'mark', 'ct', 'length', 'dscp', 'ttl', 'skuid', 'skgid',
 ] as const;
 
@@ -93,6 +98,8 @@ const PACKET_FIELDS = [
 export const L4_NUMBERS: Readonly<Record<string, number>> = {
   icmp: 1, tcp: 6, udp: 17, dccp: 33, icmpv6: 58, sctp: 132, udplite: 136,
 };
+/** The identifier of an ICMP query or answer when the input gives none. */
+export const DEFAULT_ICMP_ID = 40000;
 const PORT_PROTOCOLS = new Set([6, 17, 33, 132, 136]);
 
 export function hasPorts(l4proto: number): boolean {
@@ -156,6 +163,10 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
   }
   const icmpType = icmpDtype ? readSymbolic(reader, record.icmpType ?? 'echo-request', at('icmpType'), `${icmpDtype}_type`) : undefined;
   const icmpCode = icmpDtype ? readSymbolic(reader, record.icmpCode ?? 0, at('icmpCode'), `${icmpDtype}_code`) : undefined;
+  const identified = l4proto !== undefined && hasIcmpId(l4proto, icmpType);
+  if (record.icmpId !== undefined && !identified) reader.fail(at('icmpId'), 'only for an ICMP query or its answer (echo, timestamp, information, address mask, node information)');
+  // What the kernel harness's echo requests carry (packet-bytes.ts).
+  const icmpId = identified ? (record.icmpId === undefined ? DEFAULT_ICMP_ID : reader.unsigned(record.icmpId, at('icmpId'), 16)) : undefined;
 
   // An ICMP error opens no connection: conntrack relates it to the one it is about, or leaves it
   // without an entry, invalid (nf_conntrack_core.c nf_conntrack_handle_icmp). Nor does any other
@@ -184,6 +195,7 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
           ...(ported && { sport: port('sport', 40000), dport: port('dport', 80) }),
           tcpFlags,
           ...(icmpType !== undefined && { icmpType, icmpCode }),
+          ...(icmpId !== undefined && { icmpId }),
           mark: record.mark === undefined ? 0 : (reader.unsigned(record.mark, at('mark'), 32) ?? 0),
           ctGiven: record.ct !== undefined,
           ct,
@@ -203,7 +215,7 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
 /** The packet an ICMP error quotes, read as a packet of its own; quoted whole (a packet of
  * headers only fits in an error). */
 function readQuoted(reader: FieldReader, value: unknown, path: FieldPath, host: Host, family: AddressFamily): QuotedPacket | undefined {
-  const record = reader.object(value, path, ['src', 'dst', 'protocol', 'sport', 'dport', 'icmpType']);
+  const record = reader.object(value, path, ['src', 'dst', 'protocol', 'sport', 'dport', 'icmpType', 'icmpId']);
   if (!record) return undefined;
   if (record.src === undefined) return reader.fail([...path, 'src'], 'required');
   const read = readPacket(record, host, path);
@@ -211,7 +223,7 @@ function readQuoted(reader: FieldReader, value: unknown, path: FieldPath, host: 
   const p = read.packet;
   if (!p) return undefined;
   if (p.family !== family) return reader.fail([...path, 'dst'], 'the quoted packet is of another family than the error');
-  return { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: p.sport, dport: p.dport, icmpType: p.icmpType };
+  return { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: p.sport, dport: p.dport, icmpType: p.icmpType, icmpId: p.icmpId };
 }
 
 /** The source address the kernel picks for a local packet: the primary address of the egress

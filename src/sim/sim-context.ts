@@ -32,6 +32,9 @@ export interface PacketState {
   tcpFlags: number;
   icmpType?: number;
   icmpCode?: number;
+  /** An ICMP query's or answer's identifier (conntrack-table.ts hasIcmpId), which NAT may
+   * change like a port: a range (`0-65535`) where it picked one at random. */
+  icmpId?: number | string;
   mark: number;
   /** skb->pkt_type (host.ts PACKET_TYPE), set by the link layer as the packet arrived: a DNAT
    * does not change it, and a locally generated packet is PACKET_HOST. */

@@ -131,7 +131,9 @@ function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host):
   if (sameTransport && p.icmpType !== undefined) {
     const answer = icmpAnswerType(p.l4proto, p.icmpType);
     if (answer === undefined && overrides.icmpType === undefined) return fail(step.path, `ICMP type ${p.icmpType} is not a query with an answer: give \`icmpType\``);
-    Object.assign(derived, { icmpType: answer, icmpCode: 0 });
+    // An echo reply carries the request's identifier as it arrived (the first of a range NAT picked
+    // from, as for ports).
+    Object.assign(derived, { icmpType: answer, icmpCode: 0, ...(p.icmpId !== undefined && overrides.icmpType === undefined && { icmpId: port(p.icmpId) }) });
   }
   const read = readPacket({ ...derived, ...overrides }, host, step.path);
   if (!read.packet) return { errors: read.errors };
@@ -139,7 +141,7 @@ function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host):
   if (packet.icmpType === undefined || !isIcmpError(packet.l4proto, packet.icmpType)) return packet;
   // An ICMP error about the previous packet quotes it as it left the node, as much as fits in
   // an error of 576 bytes (IPv4, icmp_send) or 1280 (IPv6, icmp6_send).
-  const quoted: QuotedPacket = { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: port(p.sport), dport: port(p.dport), icmpType: p.icmpType };
+  const quoted: QuotedPacket = { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: port(p.sport), dport: port(p.dport), icmpType: p.icmpType, icmpId: port(p.icmpId) };
   const length = overrides.length === undefined ? Math.min(packet.length + p.length, previous.family === 'ip' ? 576 : 1280) : packet.length;
   return { ...packet, quoted, length };
 }

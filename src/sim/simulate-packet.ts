@@ -2,9 +2,9 @@
 
 import type { Rule, Ruleset, Chain } from '../model/ast.js';
 import { formatAddress, type Address } from './address.js';
-import { ConntrackTable, IPS, invertTuple, NAT_DONE, tupleAt, tupleOf, type CtEntry, type CtMatch, type CtTuple, type NatManip } from './conntrack-table.js';
+import { ConntrackTable, IPS, invertTuple, NAT_DONE, transportOf, tupleAt, tupleOf, type CtEntry, type CtMatch, type CtTuple, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
-import { formatEndpoint, setUpNullBinding } from './evaluate-stmt.js';
+import { formatEndpoint, natField, setUpNullBinding } from './evaluate-stmt.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { entrylessState, L4_NUMBERS, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
@@ -192,6 +192,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     tcpFlags: packet.tcpFlags,
     icmpType: packet.icmpType,
     icmpCode: packet.icmpType !== undefined ? packet.icmpCode : undefined,
+    icmpId: packet.icmpId,
     mark: packet.mark,
     pkttype: packet.iif === undefined ? PACKET_TYPE.host : linkPacketType(host, packet.iif, packet.dst),
     length: packet.length,
@@ -218,7 +219,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
       helper: undefined,
       labels: undefined,
       reply: undefined,
-      original: { src: packet.src, dst: packet.dst, sport: packet.sport, dport: packet.dport },
+      original: originalEndpoints(packet),
     },
     ctAttached: false,
     zoneTemplate: false,
@@ -248,6 +249,18 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
   if (ctx.conn.entry) ctx.conn.entry.mark = ctx.ct.mark;
   if (how.keep && REACHED.has(ending.disposition)) deliverToPeer(ctx);
   return { outcome: finish(ctx, ending), final: ctx.pkt, family: ctx.family };
+}
+
+/** The packet's tuple as `ct original …` reads it before conntrack found an entry: its ports, or
+ * an ICMP query's identifier and type (transportOf). Every field present, for one shape. */
+function originalEndpoints(packet: Packet): CtEndpoints {
+  if (!isIcmp(packet.l4proto)) return { src: packet.src, dst: packet.dst, sport: packet.sport, dport: packet.dport };
+  const { sport, dport } = transportOf(packet);
+  return { src: packet.src, dst: packet.dst, sport, dport };
+}
+
+function isIcmp(l4proto: number): boolean {
+  return l4proto === L4_NUMBERS.icmp || l4proto === L4_NUMBERS.icmpv6;
 }
 
 /** Dispositions of a packet that reached the other end of its connection. */
@@ -303,7 +316,7 @@ function runHook(ctx: SimContext, stage: HookStage, reroute?: () => Ending | und
     const routed = reroute && entry.route ? { reroute, mark: ctx.pkt.mark, src: ctx.pkt.src.n, dst: ctx.pkt.dst.n } : undefined;
     const result: ChainResult = evaluateBaseChain(entry, ctx);
     if (isNat && manip && !hadMapping && (ctx.natDone & natDone) !== 0) {
-      ctx.conn.mapped[manip] = manip === 'dst' ? { addr: ctx.pkt.dst, port: ctx.pkt.dport } : { addr: ctx.pkt.src, port: ctx.pkt.sport };
+      ctx.conn.mapped[manip] = { addr: manip === 'dst' ? ctx.pkt.dst : ctx.pkt.src, port: ctx.pkt[natField(ctx.pkt, manip)] };
     }
     if (result.verdict !== 'accept') return endingOf(result);
     // nf_route_table_hook4/6 (nft `type route`, iptables-nft's mangle OUTPUT): a changed mark or
@@ -443,12 +456,12 @@ function applyMapping(ctx: SimContext, manip: NatManip): void {
   const target = invertTuple(reply ? entry.original : entry.reply);
   const p = ctx.pkt;
   const addr = { family: target.family, n: manip === 'dst' ? target.dst : target.src };
-  const port = manip === 'dst' ? target.dport : target.sport;
+  const rewrite = natField(p, manip);
+  const port = manip === 'dst' && rewrite !== 'icmpId' ? target.dport : target.sport;
   if (manip === 'dst') p.dst = addr;
   else p.src = addr;
-  const rewrite = manip === 'dst' ? 'dport' : 'sport';
   if (p[rewrite] !== undefined && port !== undefined) p[rewrite] = port;
-  const portText = p[rewrite] !== undefined && port !== undefined ? String(port) : undefined;
+  const portText = rewrite !== 'icmpId' && p[rewrite] !== undefined && port !== undefined ? String(port) : undefined;
   for (const event of entry.nat.filter((e) => manipOf(e) === kind)) {
     ctx.nat.push({ ...event, to: formatEndpoint(formatAddress(addr), portText, ctx.family), conntrack: reply ? 'reply' : 'original' });
   }
@@ -472,9 +485,11 @@ function confirm(ctx: SimContext): void {
     return;
   }
   const { dst, src } = conn.mapped;
+  // An ICMP query's identifier is its tuple's source port for either manipulation.
+  const dstPort = isIcmp(original.l4proto) ? 'sport' : 'dport';
   const mapped = {
     ...original,
-    ...(dst && { dst: dst.addr.n, ...(dst.port !== undefined && { dport: dst.port }) }),
+    ...(dst && { dst: dst.addr.n, ...(dst.port !== undefined && { [dstPort]: dst.port }) }),
     ...(src && { src: src.addr.n, ...(src.port !== undefined && { sport: src.port }) }),
   };
   ctx.ct.status |= IPS.confirmed;
@@ -703,6 +718,7 @@ function finish(ctx: SimContext, ending: Ending): Omit<Outcome, 'probability'> {
   const packet: Mutable<Outcome['packet']> = { src: formatAddress(p.src), dst: formatAddress(p.dst), protocol: protocolName(p.l4proto) };
   if (p.sport !== undefined) packet.sport = p.sport;
   if (p.dport !== undefined) packet.dport = p.dport;
+  if (p.icmpId !== undefined) packet.icmpId = p.icmpId;
   outcome.packet = packet;
   outcome.mark = formatMark(p.mark);
   outcome.ctMark = formatMark(ctx.ct.mark);

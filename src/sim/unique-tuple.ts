@@ -1,10 +1,12 @@
 // Where NAT maps a new connection, as nf_nat_core.c get_unique_tuple does: the source it has or
 // an earlier connection's mapping of it (SNAT), else the range's address by the kernel's hash
 // (pick-range-address.ts), and a port kept unless the tuple it makes is another connection's
-// already (nf_nat_used_tuple), then moved on as nf_nat_l4proto_unique_tuple moves it.
+// already (nf_nat_used_tuple), then moved on as nf_nat_l4proto_unique_tuple moves it. An ICMP
+// query's identifier is its tuple's only port, for either manipulation (src.u.icmp.id, "id is
+// same for either direction"): SNAT and DNAT alike move it on a clash.
 
 import type { Address } from './address.js';
-import { portBounds, tupleOf, type ConntrackTable, type CtTuple, type NatManip } from './conntrack-table.js';
+import { hasIcmpId, invertTransport, portBounds, transportOf, tupleOf, type ConntrackTable, type CtTuple, type NatManip } from './conntrack-table.js';
 import { pickRangeAddress } from './pick-range-address.js';
 
 /** A NAT address or port: one value (`low === high`), or a range the kernel picks from. */
@@ -17,7 +19,16 @@ export interface NatValue {
 export interface NatRequest {
   readonly wants: NatManip;
   /** The packet as the NAT sees it (after the manipulations of earlier hooks). */
-  readonly pkt: { readonly src: Address; readonly dst: Address; readonly sport?: number | string; readonly dport?: number | string; readonly l4proto: number; readonly icmpType?: number };
+  readonly pkt: {
+    readonly src: Address;
+    readonly dst: Address;
+    readonly sport?: number | string;
+    readonly dport?: number | string;
+    readonly l4proto: number;
+    readonly icmpType?: number;
+    readonly icmpCode?: number;
+    readonly icmpId?: number | string;
+  };
   readonly zone: number;
   readonly addresses: NatValue;
   /** The port range given (NF_NAT_RANGE_PROTO_SPECIFIED); absent: none was. */
@@ -29,8 +40,9 @@ export interface NatRequest {
 
 export interface NatChoice {
   readonly address: bigint;
-  /** The new port: a number, or the range where the kernel picks one at random (not invented);
-   * undefined where the packet has no port nftsim knows and no port was given (unchanged). */
+  /** The new port (an ICMP query's new identifier): a number, or the range where the kernel
+   * picks one at random (not invented); undefined where the packet has no port nftsim knows and
+   * no port was given (unchanged). */
   readonly port: number | NatValue | undefined;
 }
 
@@ -40,10 +52,20 @@ const MAX_ATTEMPTS = 128;
 
 const ALWAYS_FREE = (): boolean => true;
 
+/** The identifiers an ICMP query may get without a range given (nf_nat_l4proto_unique_tuple). */
+const ICMP_IDS: NatValue = { low: 0n, high: 65535n };
+
+/** The port of the packet NAT manipulates: its source or destination port, or an ICMP query's
+ * identifier for either. */
+export function natKeyOf(pkt: NatRequest['pkt'], wants: NatManip): number | string | undefined {
+  if (hasIcmpId(pkt.l4proto, pkt.icmpType)) return pkt.icmpId;
+  return wants === 'src' ? pkt.sport : pkt.dport;
+}
+
 /** get_unique_tuple for `req` against the confirmed connections of `table`. */
 export function uniqueTuple(req: NatRequest, table: ConntrackTable): NatChoice {
   const { wants, pkt, ports, random } = req;
-  const port = wants === 'src' ? pkt.sport : pkt.dport;
+  const port = natKeyOf(pkt, wants);
   // A single packet, or the first connection of a flow, takes nothing.
   const isFree =
     table.entries.length === 0 ? ALWAYS_FREE : (address: bigint, newPort: number | NatValue | undefined): boolean => typeof newPort !== 'number' || !table.isTaken(replyTuple(req, address, newPort));
@@ -67,7 +89,8 @@ export function uniqueTuple(req: NatRequest, table: ConntrackTable): NatChoice {
  * port when no range is given (the kernel cannot change it), and tries the range from an offset:
  * 0 for DNAT without random flags, so the first free port of the range; random otherwise,
  * which nftsim shows as the range. Without a range given, SNAT picks from the port's class:
- * 1-511 below 512, 600-1023 below 1024, else 1024-65535. */
+ * 1-511 below 512, 600-1023 below 1024, else 1024-65535; an ICMP identifier, for SNAT and DNAT
+ * alike, from 0-65535. */
 function uniquePort(req: NatRequest, port: number, address: bigint, isFree: (address: bigint, port: number) => boolean): number | NatValue {
   const { wants, random } = req;
   let range = req.ports;
@@ -75,8 +98,9 @@ function uniquePort(req: NatRequest, port: number, address: bigint, isFree: (add
   if (range && range.low === range.high) return Number(range.low);
   if (!random && (range ? isWithin(BigInt(port), range) && isFree(address, port) : isFree(address, port))) return port;
   if (!range) {
-    if (wants === 'dst') return port;
-    range = port < 512 ? { low: 1n, high: 511n } : port < 1024 ? { low: 600n, high: 1023n } : { low: 1024n, high: 65535n };
+    if (hasIcmpId(req.pkt.l4proto, req.pkt.icmpType)) range = ICMP_IDS;
+    else if (wants === 'dst') return port;
+    else range = port < 512 ? { low: 1n, high: 511n } : port < 1024 ? { low: 600n, high: 1023n } : { low: 1024n, high: 65535n };
   }
   if (wants === 'dst' && !random) {
     const attempts = Math.min(Number(range.high - range.low) + 1, MAX_ATTEMPTS);
@@ -98,19 +122,22 @@ function isInRange(req: NatRequest, address: bigint, port: number | string | und
 
 /** find_appropriate_src: the source an earlier connection from the same address and port was
  * mapped to, when it is in the range. The port is the tuple's (same_src compares src.u.all): for
- * an ICMP query the identifier, which the tuple keeps as 0 (CtTuple) (seed 1346823647, case 205:
- * the packet's absent port never matched, and a second echo connection took a hashed address). */
+ * an ICMP query the identifier (seed 1346823647, case 205: the packet's absent port never
+ * matched, and a second echo connection took a hashed address). */
 function appropriateSource(req: NatRequest, table: ConntrackTable): NatChoice | undefined {
   const { pkt } = req;
   // A single packet's table is empty: no tuple made for nothing to compare it with.
   const own = table.entries.length === 0 ? undefined : tupleOf(pkt.src.family, pkt, req.zone);
   if (!own) return undefined;
+  // Where the reply tuple keeps the mapped source's port: its destination port, or an ICMP
+  // query's identifier, which both directions keep in the source's place.
+  const icmp = hasIcmpId(pkt.l4proto, pkt.icmpType);
+  const mappedPort = (r: CtTuple): number | string | undefined => (icmp ? r.sport : r.dport);
   const mapped = table.entries.find(
     ({ original: o, reply: r }) =>
-      o.family === own.family && o.src === own.src && o.sport === own.sport && o.l4proto === own.l4proto && o.zone === own.zone && isInRange(req, r.dst, r.dport),
+      o.family === own.family && o.src === own.src && o.sport === own.sport && o.l4proto === own.l4proto && o.zone === own.zone && isInRange(req, r.dst, mappedPort(r)),
   );
-  // An ICMP query keeps its identifier, which nftsim does not show: no port.
-  return mapped && { address: mapped.reply.dst, port: pkt.sport === undefined ? undefined : portOf(mapped.reply.dport) };
+  return mapped && { address: mapped.reply.dst, port: natKeyOf(pkt, 'src') === undefined ? undefined : portOf(mappedPort(mapped.reply)) };
 }
 
 /** A port as a conntrack tuple keeps it: a number, or a range (`1024-65535`) the kernel picked
@@ -126,6 +153,10 @@ function portOf(port: number | string | undefined): number | NatValue | undefine
 function replyTuple(req: NatRequest, address: bigint, port: number): CtTuple {
   const { pkt } = req;
   const common = { family: pkt.src.family, l4proto: pkt.l4proto, zone: req.zone };
+  if (hasIcmpId(pkt.l4proto, pkt.icmpType)) {
+    const transport = invertTransport({ l4proto: pkt.l4proto, ...transportOf({ ...pkt, icmpId: port }) });
+    return req.wants === 'src' ? { ...common, src: pkt.dst.n, dst: address, ...transport } : { ...common, src: address, dst: pkt.src.n, ...transport };
+  }
   return req.wants === 'src'
     ? { ...common, src: pkt.dst.n, dst: address, sport: pkt.dport, dport: port }
     : { ...common, src: address, dst: pkt.src.n, sport: port, dport: pkt.sport };

@@ -111,6 +111,12 @@ describe('nftsim run', () => {
     expect(out).toContain('=> forwarded (accept) iif wt0 oif cni0\n   tcp 100.64.2.2:40000 -> 10.244.1.10:8080  mark 0x0001bd20  ct mark 0x0001bd10\n');
   });
 
+  it('prints an ICMP query\'s identifier after its addresses', async () => {
+    const echo = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.10', protocol: 'icmp', icmpId: 7 };
+    const { out } = await run([temp('p.json', JSON.stringify({ host: HOST, packet: echo })), temp('empty.nft', '')]);
+    expect(out).toContain('   icmp 192.0.2.99 -> 10.244.1.10 id 7  mark 0x00000000');
+  });
+
   it('prints simulatePacket\'s object with --json', async () => {
     const { code, out } = await run(['--json', temp('p.json', JSON.stringify({ host: HOST, packet: PACKET })), ...RULES]);
     expect(code).toBe(0);

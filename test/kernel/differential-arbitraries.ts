@@ -145,7 +145,7 @@ function arbitraryPacket(af: AddressFamily): fc.Arbitrary<KernelPacket> {
   const transport = fc.oneof(
     { weight: 6, arbitrary: fc.record({ protocol: fc.constant('tcp' as const), tcpFlags: fc.constantFrom('syn', 'syn', 'syn', 'ack', 'syn,ack', 'fin,ack', 'rst') }) },
     { weight: 3, arbitrary: fc.record({ protocol: fc.constant('udp' as const) }) },
-    { weight: 1, arbitrary: fc.record({ protocol: fc.constant(icmp) }) },
+    { weight: 1, arbitrary: fc.record({ protocol: fc.constant(icmp), icmpId: fc.constantFrom(40000, 0, 7) }, { requiredKeys: ['protocol'] }) },
   );
   const ports = (sports: readonly number[], dports: readonly number[]) => fc.record({ sport: fc.constantFrom(...sports), dport: fc.constantFrom(...dports) });
   const withPorts = (t: fc.Arbitrary<{ protocol: KernelPacket['protocol'] }>, sports: readonly number[], dports: readonly number[]) =>
@@ -211,7 +211,7 @@ export function renderCase(testCase: GeneratedCase): { rulesets: (KernelRuleset 
 /** The flow a first packet opens: the packet, the reply from the peer that captured it, and the
  * client's next packet: for TCP the handshake's ACK, in the windows of the harness's replies; for
  * UDP and ICMP echo the same packet again; or the first packet of the client's next connection,
- * from the next source port (an ICMP echo has none: nftsim does not know echo identifiers). Other
+ * from the next source port (an ICMP echo: with the next identifier). Other
  * TCP first packets open none (TCP tracking refuses what follows an ACK, SYN-ACK, FIN or RST).
  * A second connection from the same source port follows the packet without a reply: from the
  * other client on eth0, else (and for `other destination`) to another server, or from a server
@@ -231,6 +231,7 @@ export function flowOf(packet: KernelPacket, then: NonNullable<GeneratedCase['fl
     return [packet, { ...packet, dst }];
   }
   if (then === 'next connection' && packet.sport !== undefined) return [packet, { reply: true }, { ...packet, sport: packet.sport + 1 }];
+  if (then === 'next connection' && packet.protocol !== 'tcp' && packet.protocol !== 'udp') return [packet, { reply: true }, { ...packet, icmpId: (packet.icmpId ?? 40000) + 1 }];
   if (packet.protocol !== 'tcp') return [packet, { reply: true }, packet];
   const handshake: KernelFlowPacket[] = [packet, { reply: true }, { ...packet, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 }];
   return then === 'next packet' || then === 'next connection' ? handshake : tcpEnding(packet, handshake, then);

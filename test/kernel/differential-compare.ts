@@ -99,10 +99,12 @@ export function findDisagreements(kernel: KernelResult, outcome: Outcome, packet
     if (p.src !== seen.src || p.dst !== seen.dst) {
       problems.push(`addresses: kernel ${seen.src} → ${seen.dst}, nftsim ${p.src} → ${p.dst}`);
     }
-    // ICMP has no ports: the kernel side reads the echo identifier there.
     const ported = p.protocol !== 'icmp' && p.protocol !== 'icmpv6';
     if (ported && (!isPortMatching(p.sport, seen.sport) || !isPortMatching(p.dport, seen.dport))) {
       problems.push(`ports: kernel ${String(seen.sport)} → ${String(seen.dport)}, nftsim ${String(p.sport)} → ${String(p.dport)}`);
+    }
+    if (!ported && seen.icmpId !== undefined && !isPortMatching(p.icmpId, seen.icmpId)) {
+      problems.push(`ICMP identifier: kernel ${seen.icmpId}, nftsim ${String(p.icmpId)}`);
     }
     problems.push(...findNatDisagreements(outcome, packet, seen));
   } else if (kernel.disposition === 'forwarded' || kernel.disposition === 'sent') {
@@ -132,8 +134,7 @@ function findNatDisagreements(outcome: Outcome, packet: KernelPacket, seen: NonN
     if (target.address !== address) problems.push(`${nat.type} to ${nat.to}: the kernel's packet has ${address}`);
     if (target.port !== undefined && !isPortMatching(target.port, port)) problems.push(`${nat.type} to ${nat.to}: the kernel's packet has port ${String(port)}`);
   }
-  // An ICMP echo's identifier stands where the kernel side reads a port: nftsim does not model
-  // it, and NAT may rewrite it (`masquerade random` picks one, the reply gets the original back).
+  // An ICMP echo's identifier NAT rewrote is compared with the packet (findDisagreements).
   const ported = packet.protocol === 'tcp' || packet.protocol === 'udp';
   const dnatSeen = seen.dst !== packet.dst || (ported && packet.dport !== undefined && seen.dport !== packet.dport);
   const snatSeen = seen.src !== packet.src || (ported && packet.sport !== undefined && seen.sport !== packet.sport);

@@ -76,6 +76,8 @@ const CASES: readonly ExpressionCase[] = [
   { name: 'tcp checksum', rules: `tcp checksum ${tcpChecksum()} accept`, packet: SYN },
   { name: 'udp length', rules: 'udp length 8 accept', packet: UDP },
   { name: 'icmp id and sequence of an echo request', rules: 'icmp id 40000 icmp sequence 1 accept', packet: PING },
+  { name: 'ct proto-src of an echo is its identifier', rules: 'meta l4proto icmp ct original proto-src 40000 ct reply proto-src 40000 accept', packet: PING },
+  { name: 'ct proto-dst of an echo is its type and code', rules: 'meta l4proto icmp ct original proto-dst 2048 ct reply proto-dst 0 accept', packet: PING },
   { name: 'icmp mtu depends on destination-unreachable', rules: 'icmp mtu 0 accept', packet: PING },
   { name: 'ether type ip', rules: 'ether type ip accept', packet: SYN },
   { name: 'vlan id: no VLAN tag', rules: 'vlan id 1 accept', packet: SYN },

@@ -120,12 +120,12 @@ async function runFlowDifferential(
 }
 
 /** An ICMP error the harness sent, as nftsim gets it: with the packet it quotes (the harness's
- * packet has more fields, and an ICMP echo's identifier where a port is). */
+ * packet has more fields). */
 function withQuote({ quoted, ...error }: KernelPacket): Omit<KernelPacket, 'quoted'> & { quoted?: object } {
   if (!quoted) return error;
-  const { src, dst, protocol, sport, dport, icmpType } = quoted;
+  const { src, dst, protocol, sport, dport, icmpType, icmpId } = quoted;
   const ported = protocol === 'tcp' || protocol === 'udp';
-  return { ...error, quoted: { src, dst, protocol, ...(ported ? { sport, dport } : { icmpType: icmpType ?? 'echo-request' }) } };
+  return { ...error, quoted: { src, dst, protocol, ...(ported ? { sport, dport } : { icmpType: icmpType ?? 'echo-request', ...(icmpId !== undefined && { icmpId }) }) } };
 }
 
 /** `nft add rule F T C RULE` lines → `table F T { chain C { RULE } }`, in order. */
@@ -297,6 +297,15 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
   }
 }
 `;
+  // What conntrack made of each packet: new 0x10, established 0x20 (at forward).
+  const CT_STATE_MARKS = `table inet s {
+  chain fw {
+    type filter hook forward priority 0; policy accept;
+    ct state new meta mark set mark or 0x10
+    ct state established meta mark set mark or 0x20
+  }
+}
+`;
   // The client's ACK to the SYN-ACK, in the window conntrack tracks.
   const ack = { ...syn, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 } as const;
 
@@ -445,6 +454,52 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
         { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.30', protocol: 'udp', sport: 40000, dport: 53 },
         { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.31', protocol: 'udp', sport: 40000, dport: 53 },
         { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.31', protocol: 'udp', sport: 40000, dport: 53 },
+      ],
+    },
+    {
+      // icmp_pkt_to_tuple keys an echo connection on its identifier: another identifier opens
+      // another connection, the first one's is established (nftsim kept one per address pair).
+      name: 'ICMP echo: another identifier is another connection',
+      rulesets: rules(CT_STATE_MARKS),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp', icmpId: 40000 },
+        { reply: true },
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp', icmpId: 40001 },
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp', icmpId: 40000 },
+      ],
+    },
+    {
+      // An ICMP query's identifier is the port NAT moves (nf_nat_l4proto_unique_tuple): the
+      // second client's is taken after masquerade, so it gets a random one of 0-65535, and its
+      // reply gets its own back.
+      name: 'masquerade: a second client\'s echo with a taken identifier gets one the kernel picks',
+      rulesets: rules(`${CT_STATE_MARKS}table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n`),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' },
+        { iif: 'eth0', src: '192.0.2.77', dst: '198.51.100.20', protocol: 'icmp' },
+        { reply: true },
+        { iif: 'eth0', src: '192.0.2.77', dst: '198.51.100.20', protocol: 'icmp' },
+      ],
+    },
+    {
+      // DNAT moves an ICMP identifier too, without a range from 0 on (find_free_id's offset 0
+      // for DNAT): the second echo's tuple to the same server is the first one's.
+      name: 'DNAT: a second echo to the same server with a taken identifier gets the first free one',
+      rulesets: rules('table ip nat {\n  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n    dnat to 198.51.100.20\n  }\n}\n'),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.30', protocol: 'icmp', icmpId: 0 },
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.31', protocol: 'icmp', icmpId: 0 },
+        { reply: true },
+      ],
+    },
+    {
+      // A payload statement before conntrack's place changes the identifier conntrack reads.
+      name: 'icmp id set before conntrack: an echo of another identifier is the same connection',
+      rulesets: rules(`${CT_STATE_MARKS}table inet raw {\n  chain pre {\n    type filter hook prerouting priority raw - 10; policy accept;\n    icmp type echo-request icmp id set 7\n  }\n}\n`),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp', icmpId: 1 },
+        { reply: true },
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp', icmpId: 2 },
       ],
     },
     {

@@ -11,22 +11,27 @@ function entry(original: CtTuple, reply: CtTuple = invertTuple(original)): CtEnt
 }
 
 describe('conntrack tuples', () => {
-  // nf_ct_invert_tuple: addresses and ports swapped; ICMP queries answered by their reply type
-  // (nf_conntrack_proto_icmp.c invmap, nf_conntrack_proto_icmpv6.c).
+  // nf_ct_invert_tuple: addresses and ports swapped; ICMP queries answered by their reply type,
+  // identifier and code kept (nf_conntrack_proto_icmp.c icmp_invert_tuple and invmap,
+  // nf_conntrack_proto_icmpv6.c). An ICMP tuple's dport is `type << 8 | code`.
   it.each([
     ['tcp', { l4proto: 6, sport: 40000, dport: 80 }, { sport: 80, dport: 40000 }],
-    ['icmp echo-request → echo-reply', { l4proto: 1, sport: 0, dport: 8 }, { sport: 0, dport: 0 }],
-    ['icmpv6 echo-request → echo-reply', { l4proto: 58, sport: 0, dport: 128 }, { sport: 0, dport: 129 }],
+    ['icmp echo-request → echo-reply', { l4proto: 1, sport: 7, dport: 8 << 8 }, { sport: 7, dport: 0 }],
+    ['icmp echo-reply → echo-request', { l4proto: 1, sport: 7, dport: 0 }, { sport: 7, dport: 8 << 8 }],
+    ['icmp timestamp → timestamp-reply, code kept', { l4proto: 1, sport: 7, dport: (13 << 8) | 1 }, { sport: 7, dport: (14 << 8) | 1 }],
+    ['icmpv6 echo-request → echo-reply', { l4proto: 58, sport: 7, dport: 128 << 8 }, { sport: 7, dport: 129 << 8 }],
   ])('inverts %s', (_name, t, inverted) => {
     const tuple = { family: 'ip' as const, src: 1n, dst: 2n, zone: 0, ...t };
     expect(invertTuple(tuple)).toEqual({ ...tuple, src: 2n, dst: 1n, ...inverted });
   });
 
+  // icmp_pkt_to_tuple: the identifier in src.u.icmp.id, type and code in dst.u.icmp.
   it.each([
-    ['an ICMP echo-request', 8, { sport: 0, dport: 8 }],
+    ['an ICMP echo-request', 8, { sport: 1234, dport: 0x800 }],
+    ['an ICMP timestamp request', 13, { sport: 1234, dport: 0xd00 }],
     ['an ICMP error (destination unreachable), which nftsim does not track', 3, undefined],
   ])('takes the tuple of %s', (_name, icmpType, ports) => {
-    const tuple = tupleOf('ip', { src: a('192.0.2.1'), dst: a('192.0.2.2'), l4proto: 1, icmpType }, 0);
+    const tuple = tupleOf('ip', { src: a('192.0.2.1'), dst: a('192.0.2.2'), l4proto: 1, icmpType, icmpCode: 0, icmpId: 1234 }, 0);
     expect(tuple && { sport: tuple.sport, dport: tuple.dport }).toEqual(ports);
   });
 });

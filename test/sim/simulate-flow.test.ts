@@ -292,6 +292,29 @@ describe('NAT mappings across the packets of a flow', () => {
   });
 });
 
+// icmp_pkt_to_tuple: an echo connection is keyed on its identifier (kernel flow row "ICMP echo:
+// another identifier is another connection").
+describe('ICMP echo connections', () => {
+  const STATES = 'table inet s {\n  chain fw { type filter hook forward priority 0; ct state new meta mark set mark or 0x10; ct state established meta mark set mark or 0x20 }\n}';
+  const ECHO = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'icmp' } as const;
+
+  it('opens another connection for another identifier; the first one\'s is established', () => {
+    const [, reply, other, again] = only(STATES, [ECHO, { reply: true }, { ...ECHO, icmpId: 40001 }, ECHO]);
+    expect(reply!.packet).toMatchObject({ icmpId: 40000 });
+    expect([reply!.mark, other!.mark, again!.mark]).toEqual(['0x00000020', '0x00000010', '0x00000020']);
+  });
+
+  // A payload statement before conntrack's place changes what conntrack reads (kernel flow row
+  // "icmp id set before conntrack: …").
+  it('reads the identifier a rule before conntrack set', () => {
+    const text = `${STATES}\ntable inet raw {\n  chain pre { type filter hook prerouting priority raw - 10; icmp type echo-request icmp id set 7 }\n}`;
+    const [first, reply, second] = only(text, [{ ...ECHO, icmpId: 1 }, { reply: true }, { ...ECHO, icmpId: 2 }]);
+    expect(reply!.packet).toMatchObject({ icmpId: 7 });
+    expect([first!.mark, second!.mark]).toEqual(['0x00000010', '0x00000020']);
+    expect(second!.packet).toMatchObject({ icmpId: 7 });
+  });
+});
+
 // get_unique_tuple moves a mapping on when the tuple it makes is another connection's already
 // (nf_nat_used_tuple): the kernel rows "… the second connection's tuple is taken …" check each.
 describe('NAT mappings that clash with a connection of the flow', () => {
@@ -307,6 +330,41 @@ describe('NAT mappings that clash with a connection of the flow', () => {
     expect(second!.nat.map((n) => n.to)).toEqual(['10.244.0.1:1024-65535']);
     expect(reply!.packet).toMatchObject({ dst: '192.0.2.98', dport: 5555 });
     expect(next!.nat.map((n) => [n.type, n.conntrack])).toEqual([['masquerade', 'original']]);
+  });
+
+  // An ICMP query's identifier is the port NAT moves, 0-65535 at random for SNAT
+  // (nf_nat_l4proto_unique_tuple); the reply gets the second client's own back (kernel flow row
+  // "masquerade: a second client's echo with a taken identifier …").
+  it('gives a second client\'s echo with the same identifier one the kernel picks', () => {
+    const echo = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'icmp' } as const;
+    const [first, second, reply] = only(MASQUERADE, [echo, { ...echo, src: '192.0.2.98' }, { reply: true }]);
+    expect(first!.packet).toMatchObject({ src: '10.244.0.1', icmpId: 40000 });
+    expect(second!.packet).toMatchObject({ src: '10.244.0.1', icmpId: '0-65535' });
+    expect(second!.nat.map((n) => n.to)).toEqual(['10.244.0.1']);
+    expect(reply!.packet).toMatchObject({ dst: '192.0.2.98', icmpId: 40000 });
+  });
+
+  it('does not guess what a later `icmp id` reads of an identifier the kernel picked', () => {
+    const text = `${MASQUERADE}\ntable ip f {\n  chain late { type filter hook postrouting priority 200; icmp id 40000 meta mark set 0x1 }\n}`;
+    const echo = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'icmp' } as const;
+    const [first, second] = flow(text, [echo, { ...echo, src: '192.0.2.98' }])[0]!.packets;
+    expect(first!.mark).toBe('0x00000001');
+    expect(second!.uncertain).toBe(true);
+    expect(second!.trace.find((e) => e.kind === 'unsupported')?.reason).toContain('after NAT picked a random ICMP identifier (0-65535)');
+  });
+
+  // DNAT moves it too, from 0 on (find_free_id's offset 0 for DNAT without random flags); the
+  // reply gets the client's own back (kernel flow row "DNAT: a second echo to the same server …").
+  it.each([
+    [40000, 0],
+    [0, 1],
+  ])('gives a second echo with identifier %i to the same server through DNAT the first free one, %i', (icmpId, moved) => {
+    const text = 'table ip nat {\n  chain pre { type nat hook prerouting priority dstnat; policy accept; dnat to 10.244.1.5 }\n}';
+    const echo = { iif: 'eth0', src: '192.0.2.99', protocol: 'icmp', icmpId } as const;
+    const [first, second, reply] = only(text, [{ ...echo, dst: '10.244.1.8' }, { ...echo, dst: '10.244.1.9' }, { reply: true }]);
+    expect(first!.packet).toMatchObject({ dst: '10.244.1.5', icmpId });
+    expect(second!.packet).toMatchObject({ dst: '10.244.1.5', icmpId: moved });
+    expect(reply!.packet).toMatchObject({ src: '10.244.1.9', dst: '192.0.2.99', icmpId });
   });
 
   // The second client's port is one of 1024-65535: a third client's 2000 is free, and the reply

@@ -706,4 +706,36 @@ describe('simulatePacket input', () => {
       expect.stringContaining("packet.dst: 'nope' is not an IPv4 or IPv6 address"),
     ]);
   });
+
+  it.each([
+    ['a TCP packet', { protocol: 'tcp', icmpId: 1 }, 'packet.icmpId: only for an ICMP query or its answer'],
+    ['an ICMP error', { protocol: 'icmp', icmpType: 'destination-unreachable', icmpId: 1 }, 'packet.icmpId: only for an ICMP query or its answer'],
+    ['an identifier past 16 bits', { protocol: 'icmp', icmpId: 65536 }, 'packet.icmpId'],
+  ])('refuses an ICMP identifier for %s', (_name, fields, message) => {
+    const result = simulatePacket(parse(''), { host: HOST, packet: { iif: 'eth0', src: '192.0.2.99', dst: '192.0.2.10', ...fields } as never });
+    expect(result.errors!.map((e) => e.message)).toEqual([expect.stringContaining(message)]);
+  });
+});
+
+// An ICMP query's identifier: 40000 unless given (what the kernel harness sends), read by `icmp
+// id`, and, with the type and code, the transport part of its conntrack tuple (icmp_pkt_to_tuple:
+// `ct original proto-src` the identifier, `proto-dst` type << 8 | code; the reply's type is the
+// answer's). Kernel rows "ct proto-src of an echo…", "ct proto-dst of an echo…".
+describe('ICMP identifiers', () => {
+  const ECHO = { iif: 'eth0', src: '192.0.2.99', dst: '192.0.2.10', protocol: 'icmp' } as const;
+  const input = (rule: string): string => `table inet t {\n\tchain in { type filter hook input priority 0; ${rule} meta mark set 0x1; }\n}\n`;
+  it.each([
+    ['icmp id 40000', {}, '0x00000001'],
+    ['icmp id 7', { icmpId: 7 }, '0x00000001'],
+    ['icmp id 40000', { icmpId: 7 }, '0x00000000'],
+    ['meta l4proto icmp ct original proto-src 7 ct reply proto-src 7', { icmpId: 7 }, '0x00000001'],
+    ['meta l4proto icmp ct original proto-dst 2048 ct reply proto-dst 0', {}, '0x00000001'],
+    ['meta l4proto icmp ct original proto-dst 3328', { icmpType: 'timestamp-request' }, '0x00000001'],
+  ])('%s with %j', (rule, fields, mark) => {
+    expect(simulateOne(input(rule), { ...ECHO, ...fields }).mark).toBe(mark);
+  });
+
+  it('shows the identifier in the outcome', () => {
+    expect(simulateOne('', { ...ECHO, icmpId: 9 }).packet).toMatchObject({ protocol: 'icmp', icmpId: 9 });
+  });
 });

@@ -30,12 +30,12 @@ describe('craftPacket and parseFrame', () => {
       packet: { src: '192.0.2.1', dst: '198.51.100.2', protocol: 'udp', sport: 5000, dport: 53 },
       seen: { protocol: 'udp', sport: 5000, dport: 53 },
     },
-    { packet: { src: '192.0.2.1', dst: '198.51.100.2', protocol: 'icmp', sport: 77 }, seen: { protocol: 'icmp', sport: 77 } },
+    { packet: { src: '192.0.2.1', dst: '198.51.100.2', protocol: 'icmp', icmpId: 77 }, seen: { protocol: 'icmp', icmpId: 77 } },
     {
       packet: { src: '2001:db8::99', dst: '2001:db8:1::20', protocol: 'udp', sport: 5000, dport: 53, ttl: 9 },
       seen: { family: 'ip6', src: '2001:db8::99', dst: '2001:db8:1::20', protocol: 'udp', tag: 7, ttl: 9 },
     },
-    { packet: { src: 'fe80::1', dst: 'ff02::1', protocol: 'icmp', sport: 3 }, seen: { family: 'ip6', protocol: 'icmpv6', sport: 3 } },
+    { packet: { src: 'fe80::1', dst: 'ff02::1', protocol: 'icmp', icmpId: 3 }, seen: { family: 'ip6', protocol: 'icmpv6', icmpId: 3 } },
   ])('reads back $packet.protocol $packet.src → $packet.dst', ({ packet, seen }) => {
     const ip = craftPacket(packet, 7);
     expect(parseFrame(frame(ip))).toMatchObject(seen);
@@ -46,6 +46,11 @@ describe('craftPacket and parseFrame', () => {
         : Buffer.concat([ip.subarray(8, 40), Buffer.from([0, 0, 0, l4.length, 0, 0, 0, ip[6]!])]);
     if (ip[0]! >> 4 === 4) expect(sumsToZero(ip.subarray(0, 20))).toBe(true);
     expect(sumsToZero(packet.protocol === 'icmp' && ip[0]! >> 4 === 4 ? l4 : Buffer.concat([pseudo, l4]))).toBe(true);
+  });
+
+  it('reads no identifier from an ICMP error (its bytes 4-5 are unused)', () => {
+    const ip = craftPacket({ src: '192.0.2.1', dst: '198.51.100.2', protocol: 'icmp', icmpType: 'time-exceeded', quoted: { src: '198.51.100.2', dst: '192.0.2.1', protocol: 'udp' } }, 7);
+    expect(parseFrame(frame(ip))).not.toHaveProperty('icmpId');
   });
 
   // RFC 792 / RFC 4443: type, code, checksum, 4 unused bytes, then the quoted packet.

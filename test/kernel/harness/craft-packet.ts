@@ -14,9 +14,11 @@ export interface KernelPacket {
   readonly src: string;
   readonly dst: string;
   readonly protocol: KernelProtocol;
-  /** TCP/UDP ports; for ICMP echo, sport is the echo identifier. */
+  /** TCP/UDP ports. */
   readonly sport?: number;
   readonly dport?: number;
+  /** An ICMP echo's identifier, 40000 by default (what nftsim assumes, packet.ts). */
+  readonly icmpId?: number;
   /** Comma-separated TCP flags, `syn` by default: `syn`, `syn,ack`, `ack`, `fin,ack`, `rst`. */
   readonly tcpFlags?: string;
   /** For ICMP and ICMPv6: an echo request (the default) or reply, or an error quoting `quoted`. */
@@ -47,6 +49,8 @@ export interface SeenPacket {
   readonly protocol: KernelProtocol | `proto-${number}`;
   readonly sport?: number;
   readonly dport?: number;
+  /** An ICMP echo's identifier (NAT rewrites it like a port). */
+  readonly icmpId?: number;
   readonly tcpFlags?: string;
   /** IPv4 identification or IPv6 flow label: the harness's tag for the packet of a case. */
   readonly tag: number;
@@ -78,6 +82,7 @@ const ICMP_CODES = {
 } as const;
 export type IcmpCodeName = keyof (typeof ICMP_CODES)['icmp'];
 const DEFAULT_PORTS = { sport: 40000, dport: 80 };
+const DEFAULT_ICMP_ID = 40000;
 /** The TCP sequence number of a packet that gives none. */
 export const DEFAULT_SEQ = 0x1000_0000;
 
@@ -154,7 +159,7 @@ function craftTransport(packet: KernelPacket, protocol: KernelProtocol, src: Buf
       if (type === 'echo-request' || type === 'echo-reply') {
         segment = Buffer.alloc(8);
         segment.writeUInt8(ECHO_TYPES[protocol][type], 0);
-        segment.writeUInt16BE(sport, 4);
+        segment.writeUInt16BE(packet.icmpId ?? DEFAULT_ICMP_ID, 4);
         segment.writeUInt16BE(1, 6);
       } else {
         // Type, code, checksum, 4 unused bytes, then the quoted packet (RFC 792, RFC 4443).
@@ -285,7 +290,8 @@ function withTransport(base: Omit<SeenPacket, 'protocol'>, number: number, l4: B
     const ports = { protocol, sport: l4.readUInt16BE(0), dport: l4.readUInt16BE(2) };
     return protocol === 'tcp' && l4.length >= 14 ? { ...base, ...ports, tcpFlags: decodeTcpFlags(l4[13]!) } : { ...base, ...ports };
   }
-  // ICMP echo: the identifier plays the source port's part (NAT rewrites it like one).
-  if (l4.length >= 6) return { ...base, protocol, sport: l4.readUInt16BE(4) };
+  // ICMP echo: the identifier, which NAT rewrites like a port (an error has none).
+  const echoTypes: readonly number[] = Object.values(ECHO_TYPES[protocol === 'icmpv6' ? 'icmpv6' : 'icmp']);
+  if (l4.length >= 6 && echoTypes.includes(l4[0]!)) return { ...base, protocol, icmpId: l4.readUInt16BE(4) };
   return { ...base, protocol };
 }

@@ -667,20 +667,22 @@ class CaseRunner {
 /** The sequence number a reply starts from. */
 export const REPLY_SEQ = 0x2000_0000;
 
-/** The addresses and ports of a trace `packet:` line (an ICMP echo's identifier as sport). */
+/** The addresses and ports (an ICMP echo's identifier) of a trace `packet:` line. */
 function packetOfLine(line: TracePacketLine, family: 'ip' | 'ip6', protocol: KernelPacket['protocol']): Omit<KernelPacket, 'iif' | 'oif'> {
   const { fields } = line;
   const number = (key: string): number | undefined => (fields[key] === undefined ? undefined : Number(fields[key]));
   const l4 = protocol === 'icmp' && family === 'ip6' ? 'icmpv6' : protocol;
   const ported = protocol === 'tcp' || protocol === 'udp';
-  const sport = ported ? number(`${l4} sport`) : number(`${l4} id`);
+  const sport = ported ? number(`${l4} sport`) : undefined;
   const dport = ported ? number(`${l4} dport`) : undefined;
+  const icmpId = ported ? undefined : number(`${l4} id`);
   return {
     src: fields[`${family} saddr`] ?? '',
     dst: fields[`${family} daddr`] ?? '',
     protocol,
     ...(sport !== undefined && { sport }),
     ...(dport !== undefined && { dport }),
+    ...(icmpId !== undefined && { icmpId }),
   };
 }
 
@@ -700,8 +702,8 @@ function replyTo(previous: { packet: KernelPacket; result: KernelResult } | unde
   const seen = previous.result.delivered ?? previous.result.arrived!;
   if (overrides.icmpType !== undefined && overrides.icmpType !== 'echo-request' && overrides.icmpType !== 'echo-reply') {
     // An ICMP error about the previous packet quotes it as it was seen.
-    const { src, dst, sport, dport } = seen;
-    const quoted: KernelPacket = { ...previous.packet, src, dst, ...(sport !== undefined && { sport }), ...(dport !== undefined && { dport }) };
+    const { src, dst, sport, dport, icmpId } = seen;
+    const quoted: KernelPacket = { ...previous.packet, src, dst, ...(sport !== undefined && { sport }), ...(dport !== undefined && { dport }), ...(icmpId !== undefined && { icmpId }) };
     return {
       ...(previous.result.delivered ? { iif: previous.result.delivered.iface } : { skuid: 0, skgid: 0 }),
       src: seen.dst,
@@ -718,7 +720,7 @@ function replyTo(previous: { packet: KernelPacket; result: KernelResult } | unde
     protocol,
     ...(ported && { sport: seen.dport, dport: seen.sport }),
     // An echo reply keeps the identifier the request arrived with (the capture reads it as sport).
-    ...(!ported && { icmpType: 'echo-reply', sport: seen.sport }),
+    ...(!ported && { icmpType: 'echo-reply', ...(seen.icmpId !== undefined && { icmpId: seen.icmpId }) }),
     // The server's answer to a SYN: its own sequence number, the client's acknowledged.
     ...(protocol === 'tcp' && { tcpFlags: 'syn,ack', tcpSeq: REPLY_SEQ, tcpAck: ((previous.packet.tcpSeq ?? DEFAULT_SEQ) + 1) >>> 0 }),
     ...overrides,
