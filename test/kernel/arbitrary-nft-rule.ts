@@ -142,6 +142,9 @@ function addressMatch(af: AddressFamily): fc.Arbitrary<Part> {
 function l4Match(af: AddressFamily): fc.Arbitrary<L4Match> {
   const a = ADDRESSES[af];
   const icmp = af === 'ip' ? ['icmp type echo-request', 'meta l4proto icmp'] : ['icmpv6 type echo-request', 'meta l4proto ipv6-icmp'];
+  const l4icmp = af === 'ip' ? 'meta l4proto icmp' : 'meta l4proto ipv6-icmp';
+  // An echo reply's type and code, as the reply tuple of an echo connection has them.
+  const echoReply = af === 'ip' ? 0 : 129 << 8;
   return fc.constantFrom<L4Match>(
     { text: 'tcp dport 80', proto: 'tcp' },
     { text: 'tcp dport { 80, 443 }', proto: 'tcp' },
@@ -172,6 +175,11 @@ function l4Match(af: AddressFamily): fc.Arbitrary<L4Match> {
     // port made it.
     { text: 'meta l4proto tcp ct original proto-dst 80', proto: 'tcp' },
     { text: 'meta l4proto tcp ct reply proto-src 8080', proto: 'tcp' },
+    // An echo's identifier, which SNAT may pick at random on a clash (the same hooks as a source
+    // port's test), and the echo connection's tuples: the identifier, the reply's type and code.
+    { text: `${af === 'ip' ? 'icmp' : 'icmpv6'} id 40000`, proto: 'icmp', hooks: BEFORE_SOURCE_NAT },
+    { text: `${l4icmp} ct original proto-src 7`, proto: 'icmp' },
+    { text: `${l4icmp} ct reply proto-dst ${echoReply}`, proto: 'icmp' },
   );
 }
 

@@ -17,10 +17,10 @@
 // anonymous verdict maps, maps, dynamic sets, fib, meta keys, numgen and meta random, tcp flags,
 // icmp types, dnat / snat with address and port ranges and maps, redirect, masquerade with its
 // flags). Packets:
-// IPv4 and IPv6, TCP with several flag sets, UDP and ICMP echo, from either side or locally
+// IPv4 and IPv6, TCP with several flag sets, UDP and ICMP echo (of a few identifiers), from either side or locally
 // generated; two in three TCP SYNs, UDP and ICMP echo packets open a flow: the reply, then the
 // client's next packet, which meets the conntrack entry the first packet made, or the client's
-// next connection (another source port), which must not; or, with no reply, a connection from the
+// next connection (another source port or echo identifier), which must not; or, with no reply, a connection from the
 // same source port of another client or to another destination, whose NAT mapping may clash with
 // the first one's (nf_nat_core.c get_unique_tuple); or an ICMP error about the packet, related to
 // its connection; or, for TCP, an ending (a reset from either end, before or after the
