@@ -13,6 +13,7 @@ import { lookupElement } from './lookup-element.js';
 import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
+import { matchU32 } from './match-u32.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
@@ -445,7 +446,6 @@ const XT_NOT_MODELLED: Readonly<Record<string, string>> = {
   physdev: 'iptables match physdev (bridge ports are not in the host model)',
   string: 'iptables match string (the packet payload is not in the packet model)',
   bpf: 'iptables match bpf (a BPF program)',
-  u32: 'iptables match u32',
   owner: 'iptables match owner (the socket owner of a locally generated packet)',
   SET: 'iptables target SET (ipset contents are not in the input)',
 };
@@ -480,6 +480,8 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
       return matchRpfilter(stmt, ctx);
     case 'recent':
       return matchRecent(stmt, ctx);
+    case 'u32':
+      return matchU32(stmt, ctx);
     case 'socket':
       // xt_socket.c: a packet to a non-local address has no socket (the host model lists none).
       if (ctx.iif !== undefined && !localInterfaceOf(ctx.host, ctx.pkt.dst)) return false;

@@ -363,6 +363,13 @@ export function readRawPayload(expr: RawPayload, ctx: SimContext): bigint | unde
   return readLocation(expr, ctx, `@${expr.base},${expr.offset},${expr.length}`);
 }
 
+/** The 32-bit big-endian word at byte `at` of the packet from its network header (what xt_u32
+ * reads); undefined past the packet's end. */
+export function readNetworkWord(ctx: SimContext, at: number, what: string): number | undefined {
+  const value = readLocation({ base: 'nh', offset: at * 8, length: 32 }, ctx, what);
+  return value === undefined ? undefined : Number(value);
+}
+
 /** Whether nft's dependency of a header field holds for the packet: the network family for ip
  * and ip6 fields (meta nfproto in inet tables), the transport protocol for transport fields
  * (meta l4proto, src/payload.c payload_gen_dependency), a link layer for ether fields (meta

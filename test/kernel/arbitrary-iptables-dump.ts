@@ -2,7 +2,7 @@
 // (kernel-differential tests, issue 4), IPv4 (iptables-nft-restore) or IPv6
 // (ip6tables-nft-restore): the raw, mangle, nat and filter tables, their built-in chains and one
 // user chain each, with the matches and targets nftsim lowers (mark, connmark, conntrack,
-// addrtype, multiport, statistic, comment, iprange, pkttype, length, ttl / hl, dscp, owner; MARK
+// addrtype, multiport, statistic, comment, iprange, pkttype, length, ttl / hl, dscp, owner, u32; MARK
 // --set-xmark and friends, CONNMARK save/restore with masks, LOG, DSCP, CLASSIFY, REJECT,
 // DNAT/SNAT with ranges, MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK, which raw runs
 // before conntrack).
@@ -91,6 +91,10 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     fc.constantFrom('64', '63').map((n) => ({ text: af === 'ip' ? `-m ttl --ttl-eq ${n}` : `-m hl --hl-eq ${n}` })),
     fc.constantFrom('0x00', '0x08').map((d) => ({ text: `-m dscp --dscp ${d}` })),
     fc.constantFrom('--uid-owner 0', '--uid-owner 1000', '--gid-owner 0').map((o) => ({ text: `-m owner ${o}`, hooks: ['output', 'postrouting'] as const })),
+    // Words of the network header (not the ports, which NAT may pick at random, nor a quote).
+    fc
+      .constantFrom(...(af === 'ip' ? ['--u32 "6&0xFF=6"', '! --u32 "8>>24=64"', '--u32 "0>>28=4&&0&0xFFFF=0:60"'] : ['--u32 "4>>8&0xFF=6"', '! --u32 "4&0xFF=64"']))
+      .map((t) => ({ text: `-m u32 ${t}` })),
   );
 }
 
