@@ -131,7 +131,11 @@ export function tupleOf(
  * for an ICMP query the type turned into its answer's, identifier and code kept
  * (icmp_invert_tuple). */
 export function invertTuple(t: CtTuple): CtTuple {
-  return { family: t.family, l4proto: t.l4proto, src: t.dst, dst: t.src, zone: t.zone, ...invertTransport(t) };
+  const inverted: { -readonly [K in keyof CtTuple]: CtTuple[K] } = { family: t.family, l4proto: t.l4proto, src: t.dst, dst: t.src, zone: t.zone };
+  const { sport, dport } = ICMP_QUERY_ANSWER[t.l4proto] ? invertTransport(t) : { sport: t.dport, dport: t.sport };
+  if (sport !== undefined) inverted.sport = sport;
+  if (dport !== undefined) inverted.dport = dport;
+  return inverted;
 }
 
 /** The transport part of the other direction's tuple (invertTuple). */

@@ -19,7 +19,7 @@ import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRu
 import { writePayload } from './packet-bytes.js';
 import { uniqueTuple, type NatValue } from './unique-tuple.js';
 import { NAT_MANIP } from './pipeline.js';
-import type { CtStateName } from './packet.js';
+import { L4_NUMBERS, type CtStateName } from './packet.js';
 
 /** A rule's verdict; `text` is how the trace shows it (`jump KUBE-SVC-…`; a reject as the drop
  * the kernel's trace shows, nft_reject_inet.c ends the packet with NF_DROP). */
@@ -703,6 +703,7 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   }
   const rewrite = natField(p, wants);
   const oldPort = p[rewrite];
+  if (rewrite === 'icmpId' && chosen.port !== undefined && chosen.port !== oldPort) checkIdentifierMovable(p);
   let portText: string | undefined;
   if (typeof chosen.port === 'number') {
     // The event shows a port that was given, or that the kernel changed.
@@ -723,21 +724,39 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
  * mapped there (nf_nat_alloc_null_binding): a mapping to the address the packet has, marked done
  * for later hooks. It goes through get_unique_tuple too, so a source whose tuple is another
  * connection's already gets another port, as with masquerade: a client that reached one server
- * through two DNATs from the same port. A destination port cannot move without a range. */
+ * through two DNATs from the same port. A destination port cannot move without a range; an ICMP
+ * query's identifier can, at either hook (nf_nat_l4proto_unique_tuple): a host answering an echo
+ * it masqueraded for another client, with the same identifier, sends its own with another one. */
 export function setUpNullBinding(ctx: SimContext, manip: NatManip): void {
   const p = ctx.pkt;
   const isNew = (ctx.natDone & NAT_DONE[manip]) === 0 && ctx.conn.tuple !== undefined && !ctx.conn.entry;
   ctx.natDone |= NAT_DONE[manip];
-  if (!isNew || manip === 'dst' || ctx.conn.table.entries.length === 0) return;
-  const { port } = uniqueTuple({ wants: 'src', pkt: p, zone: ctx.ct.zone, addresses: { low: p.src.n, high: p.src.n }, ports: undefined, random: false, persistent: false }, ctx.conn.table);
-  if (typeof port !== 'object') return;
-  const rewrite = natField(p, 'src');
+  if (!isNew || ctx.conn.table.entries.length === 0) return;
+  const rewrite = natField(p, manip);
+  if (manip === 'dst' && rewrite !== 'icmpId') return;
+  const address = manip === 'dst' ? p.dst : p.src;
+  const { port } = uniqueTuple({ wants: manip, pkt: p, zone: ctx.ct.zone, addresses: { low: address.n, high: address.n }, ports: undefined, random: false, persistent: false }, ctx.conn.table);
   const oldPort = p[rewrite];
-  const picked = natText(port, String);
+  if (port === undefined || port === oldPort) return;
+  checkIdentifierMovable(p);
+  const picked = typeof port === 'number' ? port : natText(port, String);
   p[rewrite] = picked;
-  mapConnection(ctx, 'src', p.src, oldPort, { type: 'snat', to: formatEndpoint(formatAddress(p.src), rewrite === 'icmpId' ? undefined : picked, ctx.family) });
-  ctx.conn.mapped.src = { addr: p.src, port: picked };
+  const to = formatEndpoint(formatAddress(address), rewrite === 'icmpId' ? undefined : String(picked), ctx.family);
+  mapConnection(ctx, manip, address, oldPort, { type: manip === 'dst' ? 'dnat' : 'snat', to });
+  ctx.conn.mapped[manip] = { addr: address, port: picked };
 }
+
+/** NAT moves an ICMPv6 node information query's identifier in the conntrack tuple only: the
+ * packet's bytes there are its Qtype, which icmpv6_manip_pkt rewrites for echoes alone
+ * (nf_nat_proto.c), so the packet and its connection no longer agree. */
+function checkIdentifierMovable(p: PacketState): void {
+  if (p.l4proto === L4_NUMBERS.icmpv6 && (p.icmpType === ICMPV6_NODE_INFORMATION.query || p.icmpType === ICMPV6_NODE_INFORMATION.response)) {
+    throw new NotModelled('NAT moving an ICMPv6 node information query\'s identifier (the kernel moves it in the conntrack tuple, not in the packet)');
+  }
+}
+
+/** ICMPv6 node information query and response types (RFC 4620). */
+const ICMPV6_NODE_INFORMATION = { query: 139, response: 140 } as const;
 
 /** The field of the packet a NAT manipulation maps with the address: the source or destination
  * port, or an ICMP query's identifier for either (unique-tuple.ts natKeyOf). */

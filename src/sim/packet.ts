@@ -37,7 +37,7 @@ export interface PacketInput {
   /** For an ICMP error: the packet it is about (its addresses, protocol, ports or ICMP type),
    * by which conntrack relates it to that packet's connection. A flow's reply that is an ICMP
    * error quotes the previous packet without it. */
-  readonly quoted?: Pick<PacketInput, 'src' | 'dst' | 'protocol' | 'sport' | 'dport' | 'icmpType' | 'icmpId'>;
+  readonly quoted?: Pick<PacketInput, 'src' | 'dst' | 'protocol' | 'sport' | 'dport' | 'icmpType' | 'icmpCode' | 'icmpId'>;
 }
 
 /** The packet an ICMP error quotes: its addresses, protocol, and ports or ICMP type. */
@@ -48,6 +48,7 @@ export interface QuotedPacket {
   readonly sport?: number;
   readonly dport?: number;
   readonly icmpType?: number;
+  readonly icmpCode?: number;
   readonly icmpId?: number;
 }
 
@@ -215,7 +216,7 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
 /** The packet an ICMP error quotes, read as a packet of its own; quoted whole (a packet of
  * headers only fits in an error). */
 function readQuoted(reader: FieldReader, value: unknown, path: FieldPath, host: Host, family: AddressFamily): QuotedPacket | undefined {
-  const record = reader.object(value, path, ['src', 'dst', 'protocol', 'sport', 'dport', 'icmpType', 'icmpId']);
+  const record = reader.object(value, path, ['src', 'dst', 'protocol', 'sport', 'dport', 'icmpType', 'icmpCode', 'icmpId']);
   if (!record) return undefined;
   if (record.src === undefined) return reader.fail([...path, 'src'], 'required');
   const read = readPacket(record, host, path);
@@ -223,7 +224,7 @@ function readQuoted(reader: FieldReader, value: unknown, path: FieldPath, host: 
   const p = read.packet;
   if (!p) return undefined;
   if (p.family !== family) return reader.fail([...path, 'dst'], 'the quoted packet is of another family than the error');
-  return { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: p.sport, dport: p.dport, icmpType: p.icmpType, icmpId: p.icmpId };
+  return { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: p.sport, dport: p.dport, icmpType: p.icmpType, icmpCode: p.icmpCode, icmpId: p.icmpId };
 }
 
 /** The source address the kernel picks for a local packet: the primary address of the egress

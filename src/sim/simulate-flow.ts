@@ -97,6 +97,11 @@ export function runFlow(index: HookIndex, host: Host, steps: readonly FlowStep[]
   return { branches, errors };
 }
 
+/** ICMP and ICMPv6 echo requests (include/uapi/linux/icmp.h ICMP_ECHO, icmpv6.h ICMPV6_ECHO_REQUEST). */
+function isEcho(l4proto: number, type: number): boolean {
+  return (l4proto === L4_NUMBERS.icmp && type === 8) || (l4proto === L4_NUMBERS.icmpv6 && type === 128);
+}
+
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
@@ -131,17 +136,19 @@ function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host):
   if (sameTransport && p.icmpType !== undefined) {
     const answer = icmpAnswerType(p.l4proto, p.icmpType);
     if (answer === undefined && overrides.icmpType === undefined) return fail(step.path, `ICMP type ${p.icmpType} is not a query with an answer: give \`icmpType\``);
-    // An echo reply carries the request's identifier as it arrived (the first of a range NAT picked
-    // from, as for ports).
-    Object.assign(derived, { icmpType: answer, icmpCode: 0, ...(p.icmpId !== undefined && overrides.icmpType === undefined && { icmpId: port(p.icmpId) }) });
+    // Linux answers an echo with the request's code (icmp_echo, icmpv6_echo_reply copy the
+    // header), the other queries with code 0 (icmp_timestamp).
+    Object.assign(derived, { icmpType: answer, icmpCode: isEcho(p.l4proto, p.icmpType) ? p.icmpCode : 0 });
   }
   const read = readPacket({ ...derived, ...overrides }, host, step.path);
   if (!read.packet) return { errors: read.errors };
-  const packet = read.packet;
+  // An answer carries the query's identifier as it arrived (the first of a range NAT picked
+  // from, as for ports), unless the step gives one.
+  const packet = read.packet.icmpId !== undefined && overrides.icmpId === undefined && p.icmpId !== undefined ? { ...read.packet, icmpId: port(p.icmpId)! } : read.packet;
   if (packet.icmpType === undefined || !isIcmpError(packet.l4proto, packet.icmpType)) return packet;
   // An ICMP error about the previous packet quotes it as it left the node, as much as fits in
   // an error of 576 bytes (IPv4, icmp_send) or 1280 (IPv6, icmp6_send).
-  const quoted: QuotedPacket = { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: port(p.sport), dport: port(p.dport), icmpType: p.icmpType, icmpId: port(p.icmpId) };
+  const quoted: QuotedPacket = { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: port(p.sport), dport: port(p.dport), icmpType: p.icmpType, icmpCode: p.icmpCode, icmpId: port(p.icmpId) };
   const length = overrides.length === undefined ? Math.min(packet.length + p.length, previous.family === 'ip' ? 576 : 1280) : packet.length;
   return { ...packet, quoted, length };
 }

@@ -377,6 +377,10 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
   if (ctx.ct.state !== 'new' || ctx.ct.direction !== 0) return;
   conn.tuple = tuple;
   conn.tcpFlags = p.tcpFlags;
+  // `ct original …` reads the tuple as conntrack took it here, after what rules before its place
+  // rewrote (a raw chain's `icmp id set`, `tcp sport set`).
+  const o = ctx.ct.original;
+  if (o.src.n !== tuple.src || o.dst.n !== tuple.dst || o.sport !== tuple.sport || o.dport !== tuple.dport) ctx.ct.original = endpointsOf(tuple);
 }
 
 /** The packet belongs to a connection found in the table: a tuple of the entry's reply direction

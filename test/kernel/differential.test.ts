@@ -493,6 +493,24 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       ],
     },
     {
+      // The null binding at output goes through get_unique_tuple too: the node's own echo, with
+      // the identifier of an echo it masqueraded to the same server, is taken at the DNAT
+      // manipulation and gets the first free identifier from 0.
+      name: 'the node\'s echo with the identifier of one it masqueraded gets another at output',
+      rulesets: rules('table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\ntable ip f {\n  chain out {\n    type filter hook output priority 0; policy accept;\n    icmp id 0 meta mark set 0x1\n  }\n}\n'),
+      packets: [
+        { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' },
+        { src: '198.51.100.10', dst: '198.51.100.20', protocol: 'icmp', skuid: 0, skgid: 0 },
+        { reply: true },
+      ],
+    },
+    {
+      // `ct original proto-src` reads the tuple conntrack took, after the raw chain's rewrite.
+      name: 'icmp id set before conntrack: ct original proto-src reads the new identifier',
+      rulesets: rules('table inet raw {\n  chain pre {\n    type filter hook prerouting priority raw - 10; policy accept;\n    icmp type echo-request icmp id set 7\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    meta l4proto icmp ct original proto-src 7 meta mark set 0x1\n  }\n}\n'),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp', icmpId: 1 }],
+    },
+    {
       // A payload statement before conntrack's place changes the identifier conntrack reads.
       name: 'icmp id set before conntrack: an echo of another identifier is the same connection',
       rulesets: rules(`${CT_STATE_MARKS}table inet raw {\n  chain pre {\n    type filter hook prerouting priority raw - 10; policy accept;\n    icmp type echo-request icmp id set 7\n  }\n}\n`),

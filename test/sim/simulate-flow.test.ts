@@ -304,6 +304,37 @@ describe('ICMP echo connections', () => {
     expect([reply!.mark, other!.mark, again!.mark]).toEqual(['0x00000020', '0x00000010', '0x00000020']);
   });
 
+  // Linux answers an echo with the request's code (icmp_echo copies the header), which the tuple
+  // keeps: the answer to an echo of code 5 is established.
+  it('answers an echo with its code, as Linux does', () => {
+    const [, reply] = only(STATES, [{ ...ECHO, icmpCode: 5 }, { reply: true }]);
+    expect(reply!.packet).toMatchObject({ icmpId: 40000 });
+    expect(reply!.mark).toBe('0x00000020');
+  });
+
+  it('keeps the identifier in a reply whose type the step gives', () => {
+    const [, reply] = only(STATES, [{ ...ECHO, icmpId: 7 }, { reply: true, icmpType: 'echo-reply' }]);
+    expect(reply!.packet).toMatchObject({ icmpId: 7 });
+    expect(reply!.mark).toBe('0x00000020');
+  });
+
+  // The quoted query's code is part of the tuple conntrack relates the error to.
+  it('relates an ICMP error quoting an echo of code 5 to its connection', () => {
+    const related = 'table inet r {\n  chain fw { type filter hook forward priority 0; ct state related meta mark set 0x1 }\n}';
+    const error = { iif: 'cni0', src: '10.244.1.5', dst: '192.0.2.99', protocol: 'icmp', icmpType: 'time-exceeded', quoted: { src: '192.0.2.99', dst: '10.244.1.5', protocol: 'icmp', icmpCode: 5 } } as const;
+    const [, err] = only(related, [{ ...ECHO, icmpCode: 5 }, error]);
+    expect(err!.mark).toBe('0x00000001');
+  });
+
+  // icmpv6_manip_pkt rewrites the identifier of echoes only: a node information query's moves in
+  // the tuple, not in the packet.
+  it('does not model NAT moving an ICMPv6 node information query\'s identifier', () => {
+    const text = 'table ip6 nat {\n  chain post { type nat hook postrouting priority srcnat; policy accept; masquerade random }\n}';
+    const query = { iif: 'eth0', src: '2001:db8::99', dst: '2001:db8::5', protocol: 'icmpv6', icmpType: 139 } as const;
+    const [outcome] = only(text, [query]);
+    expect(outcome!.trace.find((e) => e.kind === 'unsupported')?.reason).toContain('ICMPv6 node information');
+  });
+
   // A payload statement before conntrack's place changes what conntrack reads (kernel flow row
   // "icmp id set before conntrack: …").
   it('reads the identifier a rule before conntrack set', () => {
