@@ -17,7 +17,7 @@ import { matchU32 } from './match-u32.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
-import { uniqueTuple, type NatValue } from './unique-tuple.js';
+import { natKeyOf, uniqueTuple, type NatRequest, type NatValue } from './unique-tuple.js';
 import { NAT_MANIP } from './pipeline.js';
 import { L4_NUMBERS, type CtStateName } from './packet.js';
 
@@ -691,7 +691,8 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
     addresses = a;
   }
   const ports = portValue ?? natValue(portExpr, ctx);
-  const chosen = uniqueTuple({ wants, pkt: p, zone: ctx.ct.zone, addresses, ports, random: plan.random, persistent: plan.persistent }, ctx.conn.table);
+  const view = natView(ctx);
+  const chosen = uniqueTuple({ wants, pkt: view, zone: ctx.ct.zone, addresses, ports, random: plan.random, persistent: plan.persistent }, ctx.conn.table);
   let address: Address;
   let addressText: string;
   if (own && chosen.address === own.n) ({ address, text: addressText } = natTo(plan, own, family, own.n));
@@ -702,22 +703,34 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
     addressText = formatAddress(address);
   }
   const rewrite = natField(p, wants);
-  const oldPort = p[rewrite];
+  const oldPort = natKeyOf(view, wants);
   if (rewrite === 'icmpId' && chosen.port !== undefined && chosen.port !== oldPort) checkIdentifierMovable(p);
   let portText: string | undefined;
+  let newPort = oldPort;
   if (typeof chosen.port === 'number') {
     // The event shows a port that was given, or that the kernel changed.
     if (ports || chosen.port !== oldPort) portText = chosen.port === plan.constantPortNumber ? plan.constantPortText : String(chosen.port);
-    p[rewrite] = chosen.port;
+    newPort = chosen.port;
   } else if (chosen.port) {
     if (ports && ports.low !== ports.high) reportUnsupported(ctx, 'NAT to a port range: the kernel picks the port; the trace shows the range');
     portText = natText(chosen.port, String);
-    p[rewrite] = portText;
+    newPort = portText;
   }
   // An ICMP identifier is no port of the address NAT maps to: the packet shows it.
   const endpointPort = rewrite === 'icmpId' ? undefined : portText;
-  mapConnection(ctx, wants, address, oldPort, { type: plan.type, to: formatEndpoint(addressText, endpointPort, family), at: at ?? locOf(currentRule(ctx)!) });
+  mapConnection(ctx, wants, view, address, newPort, { type: plan.type, to: formatEndpoint(addressText, endpointPort, family), at: at ?? locOf(currentRule(ctx)!) });
   return PLAIN_RESULTS.accept.verdict;
+}
+
+/** The connection's tuple as NAT maps it (get_unique_tuple's orig_tuple: the original tuple
+ * with the manipulations set up so far), not the packet: a rule after conntrack's place may have
+ * rewritten the packet's addresses or ports, which the tuple does not follow. */
+function natView(ctx: SimContext): NatRequest['pkt'] {
+  const l4proto = ctx.pkt.l4proto;
+  const { original, reply } = ctx.ct;
+  const t = reply ? { src: reply.dst, dst: reply.src, ...invertTransport({ l4proto, sport: reply.sport, dport: reply.dport }) } : original;
+  if (natField(ctx.pkt, 'src') !== 'icmpId' || typeof t.dport !== 'number') return { src: t.src, dst: t.dst, l4proto, sport: t.sport, dport: t.dport };
+  return { src: t.src, dst: t.dst, l4proto, icmpType: t.dport >> 8, icmpCode: t.dport & 0xff, icmpId: t.sport };
 }
 
 /** The null binding nf_nat_inet_fn sets up at a NAT hook for a new connection no nat chain
@@ -734,16 +747,14 @@ export function setUpNullBinding(ctx: SimContext, manip: NatManip): void {
   if (!isNew || ctx.conn.table.entries.length === 0) return;
   const rewrite = natField(p, manip);
   if (manip === 'dst' && rewrite !== 'icmpId') return;
-  const address = manip === 'dst' ? p.dst : p.src;
-  const { port } = uniqueTuple({ wants: manip, pkt: p, zone: ctx.ct.zone, addresses: { low: address.n, high: address.n }, ports: undefined, random: false, persistent: false }, ctx.conn.table);
-  const oldPort = p[rewrite];
-  if (port === undefined || port === oldPort) return;
+  const view = natView(ctx);
+  const address = manip === 'dst' ? view.dst : view.src;
+  const { port } = uniqueTuple({ wants: manip, pkt: view, zone: ctx.ct.zone, addresses: { low: address.n, high: address.n }, ports: undefined, random: false, persistent: false }, ctx.conn.table);
+  if (port === undefined || port === natKeyOf(view, manip)) return;
   checkIdentifierMovable(p);
   const picked = typeof port === 'number' ? port : natText(port, String);
-  p[rewrite] = picked;
   const to = formatEndpoint(formatAddress(address), rewrite === 'icmpId' ? undefined : String(picked), ctx.family);
-  mapConnection(ctx, manip, address, oldPort, { type: manip === 'dst' ? 'dnat' : 'snat', to });
-  ctx.conn.mapped[manip] = { addr: address, port: picked };
+  mapConnection(ctx, manip, view, address, picked, { type: manip === 'dst' ? 'dnat' : 'snat', to });
 }
 
 /** NAT moves an ICMPv6 node information query's identifier in the conntrack tuple only: the
@@ -768,25 +779,31 @@ export function natField(p: PacketState, wants: NatManip): 'sport' | 'dport' | '
 /** The connection is mapped (nf_nat_setup_info): the packet goes to (DNAT) or comes from (SNAT)
  * `address` and the port already rewritten from `oldPort`, the entry's reply tuple expects that
  * (nf_conntrack_alter_reply, for `ct reply saddr` and friends), and the manipulation is done. */
-function mapConnection(ctx: SimContext, wants: NatManip, address: Address, oldPort: number | string | undefined, event: NatEvent): void {
+function mapConnection(ctx: SimContext, wants: NatManip, view: NatRequest['pkt'], address: Address, port: number | string | undefined, event: NatEvent): void {
   const p = ctx.pkt;
   const field = natField(p, wants);
-  const changed = (wants === 'dst' ? p.dst : p.src).n !== address.n || p[field] !== oldPort;
-  if (wants === 'dst') p.dst = address;
-  else p.src = address;
+  // nf_nat_setup_info marks the entry SNAT/DNAT only when the new tuple differs from the old, and
+  // nf_nat_packet rewrites the packet's side from the new tuple only then: a rule's rewrite of
+  // the packet after conntrack stays otherwise.
+  const changed = (wants === 'dst' ? view.dst : view.src).n !== address.n || natKeyOf(view, wants) !== port;
+  if (changed) {
+    if (wants === 'dst') p.dst = address;
+    else p.src = address;
+    if (port !== undefined) p[field] = port;
+    ctx.ct.status |= wants === 'dst' ? IPS.dstNat : IPS.srcNat;
+  }
   const { original, reply } = ctx.ct;
   if (field === 'icmpId') {
     // Both directions keep the identifier in the source's place (invertTransport).
-    const transport = invertTransport({ l4proto: p.l4proto, sport: p.icmpId, dport: original.dport });
+    const transport = invertTransport({ l4proto: p.l4proto, sport: port, dport: original.dport });
     ctx.ct.reply = wants === 'dst' ? { src: address, dst: reply ? reply.dst : original.src, ...transport } : { src: reply ? reply.src : original.dst, dst: address, ...transport };
   } else {
     ctx.ct.reply =
       wants === 'dst'
-        ? { src: address, dst: reply ? reply.dst : original.src, sport: p.dport, dport: reply ? reply.dport : original.sport }
-        : { src: reply ? reply.src : original.dst, dst: address, sport: reply ? reply.sport : original.dport, dport: p.sport };
+        ? { src: address, dst: reply ? reply.dst : original.src, sport: port, dport: reply ? reply.dport : original.sport }
+        : { src: reply ? reply.src : original.dst, dst: address, sport: reply ? reply.sport : original.dport, dport: port };
   }
   ctx.natDone |= NAT_DONE[wants];
-  // nf_nat_setup_info marks the entry SNAT/DNAT only when the new tuple differs from the old.
-  if (changed) ctx.ct.status |= wants === 'dst' ? IPS.dstNat : IPS.srcNat;
+  ctx.conn.mapped[wants] = { addr: address, port };
   ctx.nat.push(event);
 }

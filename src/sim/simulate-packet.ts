@@ -292,7 +292,6 @@ function runHook(ctx: SimContext, stage: HookStage, reroute?: () => Ending | und
   const tracked = ctx.index.conntrack.has(ctx.family);
   // A packet coming back in through lo still has its entry (loopback_xmit keeps skb->_nfct).
   ctx.ctAttached = ctx.conn.carried ? tracked : conntrackAt === undefined ? tracked && hook !== 'ingress' : false;
-  const natDone = manip === undefined ? 0 : NAT_DONE[manip];
   let natHookReached = false;
   let natHookPassed = false;
   for (const entry of chainsAt(ctx.index, hook, ctx.family, ctx.iif)) {
@@ -312,12 +311,8 @@ function runHook(ctx: SimContext, stage: HookStage, reroute?: () => Ending | und
       setNullBinding(ctx, manip);
     }
     if (isNat && !isNatConsulted(ctx, stage)) continue;
-    const hadMapping = (ctx.natDone & natDone) !== 0;
     const routed = reroute && entry.route ? { reroute, mark: ctx.pkt.mark, src: ctx.pkt.src.n, dst: ctx.pkt.dst.n } : undefined;
     const result: ChainResult = evaluateBaseChain(entry, ctx);
-    if (isNat && manip && !hadMapping && (ctx.natDone & natDone) !== 0) {
-      ctx.conn.mapped[manip] = { addr: manip === 'dst' ? ctx.pkt.dst : ctx.pkt.src, port: ctx.pkt[natField(ctx.pkt, manip)] };
-    }
     if (result.verdict !== 'accept') return endingOf(result);
     // nf_route_table_hook4/6 (nft `type route`, iptables-nft's mangle OUTPUT): a changed mark or
     // address gets a new route at once (ip_route_me_harder), dropped without one.

@@ -134,12 +134,17 @@ function findNatDisagreements(outcome: Outcome, packet: KernelPacket, seen: NonN
     if (target.address !== address) problems.push(`${nat.type} to ${nat.to}: the kernel's packet has ${address}`);
     if (target.port !== undefined && !isPortMatching(target.port, port)) problems.push(`${nat.type} to ${nat.to}: the kernel's packet has port ${String(port)}`);
   }
-  // An ICMP echo's identifier NAT rewrote is compared with the packet (findDisagreements).
+  // An ICMP echo's identifier NAT rewrote is compared with the packet (findDisagreements). A side
+  // nftsim's packet shows rewritten too (a payload statement did it, which the kernel's trace
+  // shows as the rule's match) is compared there.
   const ported = packet.protocol === 'tcp' || packet.protocol === 'udp';
-  const dnatSeen = seen.dst !== packet.dst || (ported && packet.dport !== undefined && seen.dport !== packet.dport);
-  const snatSeen = seen.src !== packet.src || (ported && packet.sport !== undefined && seen.sport !== packet.sport);
-  if (dnatSeen && !sides.has('dst')) problems.push(`the kernel rewrote the destination, nftsim reports no NAT of it`);
-  if (snatSeen && !sides.has('src')) problems.push(`the kernel rewrote the source, nftsim reports no NAT of it`);
+  const p = outcome.packet;
+  const changed = (side: 'src' | 'dst', to: { readonly src: string; readonly dst: string; readonly sport?: number | string; readonly dport?: number | string }): boolean => {
+    const port = side === 'src' ? 'sport' : 'dport';
+    return to[side] !== packet[side] || (ported && packet[port] !== undefined && String(to[port]) !== String(packet[port]));
+  };
+  if (changed('dst', seen) && !changed('dst', p) && !sides.has('dst')) problems.push(`the kernel rewrote the destination, nftsim reports no NAT of it`);
+  if (changed('src', seen) && !changed('src', p) && !sides.has('src')) problems.push(`the kernel rewrote the source, nftsim reports no NAT of it`);
   return problems;
 }
 

@@ -510,6 +510,30 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       rulesets: rules('table inet raw {\n  chain pre {\n    type filter hook prerouting priority raw - 10; policy accept;\n    icmp type echo-request icmp id set 7\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    meta l4proto icmp ct original proto-src 7 meta mark set 0x1\n  }\n}\n'),
       packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp', icmpId: 1 }],
     },
+    // get_unique_tuple maps the connection's tuple, and nf_nat_packet rewrites the packet's side
+    // from the new tuple: a payload statement's rewrite after conntrack's place is undone on the
+    // side NAT changes (the source port, the echo identifier), kept on the other (the
+    // destination). nftsim mapped the packet as the statement left it.
+    {
+      name: 'tcp sport set after conntrack, then masquerade: the tuple\'s port leaves',
+      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    tcp sport set 7\n  }\n}\ntable ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n'),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80 }, { reply: true }],
+    },
+    {
+      name: 'tcp sport set after conntrack, then SNAT to the source itself: the rewrite stays',
+      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    tcp sport set 7\n  }\n}\ntable ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    snat to 192.0.2.1\n  }\n}\n'),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80 }],
+    },
+    {
+      name: 'icmp id set after conntrack, then masquerade: the tuple\'s identifier leaves',
+      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    icmp type echo-request icmp id set 7\n  }\n}\ntable ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n'),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' }, { reply: true }],
+    },
+    {
+      name: 'ip daddr set after conntrack, then masquerade: the destination stays rewritten',
+      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    ip daddr set 198.51.100.30\n  }\n}\ntable ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n'),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 }, { reply: true }],
+    },
     {
       // A payload statement before conntrack's place changes the identifier conntrack reads.
       name: 'icmp id set before conntrack: an echo of another identifier is the same connection',

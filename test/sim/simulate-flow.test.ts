@@ -346,6 +346,25 @@ describe('ICMP echo connections', () => {
   });
 });
 
+// NAT maps the connection's tuple, and nf_nat_packet rewrites the packet's side from the new tuple
+// only when it differs from the old (IPS_SRC_NAT): a payload statement's rewrite after
+// conntrack's place is undone where NAT changes that side, kept otherwise (kernel flow rows
+// "… set after conntrack, then masquerade …").
+describe('NAT of a packet a rule rewrote after conntrack', () => {
+  const rewrite = (stmt: string, nat: string): string =>
+    `table ip f {\n  chain fw { type filter hook forward priority 0; ${stmt} }\n}\ntable ip nat {\n  chain post { type nat hook postrouting priority srcnat; ${nat} }\n}`;
+  it.each([
+    ['masquerade undoes `tcp sport set`', 'tcp sport set 7', 'masquerade', { src: '10.244.0.1', sport: 5555 }],
+    ['an SNAT to the packet\'s own address keeps it', 'tcp sport set 7', 'snat to 192.0.2.99', { src: '192.0.2.99', sport: 7 }],
+    ['masquerade keeps `tcp dport set` on the other side', 'tcp dport set 7', 'masquerade', { src: '10.244.0.1', dport: 7 }],
+    ['masquerade undoes `icmp id set`', 'icmp type echo-request icmp id set 7', 'masquerade', { src: '10.244.0.1', icmpId: 40000 }, 'icmp'],
+  ])('%s', (_name, stmt, nat, packet, protocol = 'tcp') => {
+    const input = protocol === 'icmp' ? { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'icmp' } as const : { ...UDP, protocol: 'tcp' } as const;
+    const [outcome] = only(rewrite(stmt, nat), [input]);
+    expect(outcome!.packet).toMatchObject(packet);
+  });
+});
+
 // get_unique_tuple moves a mapping on when the tuple it makes is another connection's already
 // (nf_nat_used_tuple): the kernel rows "… the second connection's tuple is taken …" check each.
 describe('NAT mappings that clash with a connection of the flow', () => {
