@@ -22,6 +22,9 @@ export interface Part {
   /** Only in a base chain before conntrack (priority below -200): see `ct zone set` in
    * docs/simulator-limits.md. */
   readonly beforeConntrack?: boolean;
+  /** A statement on this protocol's header: only in a rule whose transport match is of it (nft
+   * refuses conflicting protocols). */
+  readonly onProto?: 'tcp' | 'icmp';
 }
 
 /** A transport-protocol match; at most one per rule, as nft refuses a rule matching two. */
@@ -70,6 +73,9 @@ const TEMPLATE_HOOKS: readonly Hook[] = ['prerouting', 'output'];
 const CONNTRACK_PRIORITY = -200;
 /** Hooks a packet meets before any source NAT (postrouting's filter chains come before srcnat). */
 const BEFORE_SOURCE_NAT: readonly Hook[] = ['forward', 'output', 'postrouting'];
+/** Where the generated port and identifier rewrites go: not ingress, where the harness's sentinel
+ * must pass as sent. */
+const PAYLOAD_SET_HOOKS: readonly Hook[] = ['prerouting', 'input', 'forward', 'output', 'postrouting'];
 /** nft_reject_validate: every hook but postrouting. */
 const REJECT_HOOKS: readonly Hook[] = ['prerouting', 'input', 'forward', 'output'];
 
@@ -200,6 +206,17 @@ function statement(af: AddressFamily): fc.Arbitrary<Part> {
     { weight: 1, arbitrary: fc.constant({ text: `${af} dscp set cs1` }) },
     { weight: 1, arbitrary: fc.constant({ text: af === 'ip' ? 'ip ttl set 1' : 'ip6 hoplimit set 1' }) },
     { weight: 1, arbitrary: fc.constant({ text: 'ct zone set 1', hooks: TEMPLATE_HOOKS, beforeConntrack: true }) },
+    // Ports and an echo identifier rewritten (nft adds the protocol dependency, which ends the
+    // rule for another packet): before conntrack they are the tuple's, after it NAT undoes them on
+    // the side it changes.
+    {
+      weight: 1,
+      arbitrary: fc.constantFrom<Part>(
+        { text: 'tcp dport set 8080', onProto: 'tcp', hooks: PAYLOAD_SET_HOOKS },
+        { text: 'tcp sport set 7', onProto: 'tcp', hooks: PAYLOAD_SET_HOOKS },
+        { text: `${af === 'ip' ? 'icmp' : 'icmpv6'} id set 7`, onProto: 'icmp', hooks: PAYLOAD_SET_HOOKS },
+      ),
+    },
   );
 }
 
@@ -309,8 +326,9 @@ function fits(part: Part, place: RenderPlace): boolean {
 
 export function renderNftRule(rule: GenRule, place: RenderPlace): string {
   const l4 = rule.l4 && fits(rule.l4, place) ? rule.l4 : undefined;
-  const parts = [...rule.matches, ...(l4 ? [l4] : []), ...rule.stmts].filter((part) => fits(part, place)).map((part) => part.text);
   const proto = l4?.proto;
+  const stmts = rule.stmts.filter((stmt) => stmt.onProto === undefined || stmt.onProto === proto);
+  const parts = [...rule.matches, ...(l4 ? [l4] : []), ...stmts].filter((part) => fits(part, place)).map((part) => part.text);
   // Excluded from output chains: DNAT to an unroutable address, which makes the harness's sendto
   // fail (ENETUNREACH from the re-route) instead of showing a drop.
   const natRule = rule.nat;

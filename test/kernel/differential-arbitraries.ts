@@ -15,8 +15,8 @@
 // addresses of the original and reply tuples, notrack, addresses, prefixes, ranges, TTL / hop
 // limit and DSCP tests and sets, anonymous and named interval sets, concatenations, named and
 // anonymous verdict maps, maps, dynamic sets, fib, meta keys, numgen and meta random, tcp flags,
-// icmp types, dnat / snat with address and port ranges and maps, redirect, masquerade with its
-// flags). Packets:
+// icmp types and identifiers, port and identifier rewrites, dnat / snat with address and port
+// ranges and maps, redirect, masquerade with its flags). Packets:
 // IPv4 and IPv6, TCP with several flag sets, UDP and ICMP echo (of a few identifiers), from either side or locally
 // generated; two in three TCP SYNs, UDP and ICMP echo packets open a flow: the reply, then the
 // client's next packet, which meets the conntrack entry the first packet made, or the client's
