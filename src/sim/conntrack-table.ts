@@ -141,8 +141,8 @@ export function invertTuple(t: CtTuple): CtTuple {
 /** The transport part of the other direction's tuple (invertTuple). */
 export function invertTransport(t: { readonly l4proto: number; readonly sport?: number | string; readonly dport?: number | string }): { sport?: number | string; dport?: number | string } {
   const icmp = ICMP_QUERY_ANSWER[t.l4proto];
-  if (icmp && typeof t.dport === 'number') return { ...(t.sport !== undefined && { sport: t.sport }), dport: ((icmp[t.dport >> 8] ?? t.dport >> 8) << 8) | (t.dport & 0xff) };
-  return { ...(t.dport !== undefined && { sport: t.dport }), ...(t.sport !== undefined && { dport: t.sport }) };
+  if (icmp && typeof t.dport === 'number') return { sport: t.sport, dport: ((icmp[t.dport >> 8] ?? t.dport >> 8) << 8) | (t.dport & 0xff) };
+  return { sport: t.dport, dport: t.sport };
 }
 
 /** The bounds of a port: a number, or a range (`1024-65535`) where NAT let the kernel pick. */

@@ -4,7 +4,7 @@ import type { Rule, Ruleset, Chain } from '../model/ast.js';
 import { formatAddress, type Address } from './address.js';
 import { ConntrackTable, IPS, invertTuple, NAT_DONE, transportOf, tupleAt, tupleOf, type CtEntry, type CtMatch, type CtTuple, type NatManip } from './conntrack-table.js';
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
-import { formatEndpoint, natField, setUpNullBinding } from './evaluate-stmt.js';
+import { formatEndpoint, isNodeInformation, natField, setUpNullBinding } from './evaluate-stmt.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { entrylessState, L4_NUMBERS, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
@@ -459,7 +459,7 @@ function applyMapping(ctx: SimContext, manip: NatManip): void {
   const port = manip === 'dst' && rewrite !== 'icmpId' ? target.dport : target.sport;
   if (manip === 'dst') p.dst = addr;
   else p.src = addr;
-  if (p[rewrite] !== undefined && port !== undefined) p[rewrite] = port;
+  if (p[rewrite] !== undefined && port !== undefined && !isNodeInformation(p)) p[rewrite] = port;
   const portText = rewrite !== 'icmpId' && p[rewrite] !== undefined && port !== undefined ? String(port) : undefined;
   for (const event of entry.nat.filter((e) => manipOf(e) === kind)) {
     ctx.nat.push({ ...event, to: formatEndpoint(formatAddress(addr), portText, ctx.family), conntrack: reply ? 'reply' : 'original' });
