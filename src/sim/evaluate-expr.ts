@@ -435,7 +435,10 @@ export function evaluateExpr(expr: Expr, ctx: SimContext): RtValue | undefined {
     case 'fib':
       return fibValue(expr, ctx);
     case 'numgen': {
-      if (expr.mode !== 'random') throw new NotModelled('numgen inc (a counter shared by all packets)');
+      // `random`: each value equally likely. `inc` (and iptables' statistic --mode nth, lowered
+      // to it): a counter every packet through the rule moves on (nft_ng_inc_eval), whose value
+      // for this packet depends on how many came before, which a snapshot of the node does not
+      // say: each value is a branch with its share of the packets, as for `random`.
       const pick = ctx.choose(new Array<number>(expr.mod).fill(1 / expr.mod));
       return BigInt(pick + (expr.offset ?? 0));
     }

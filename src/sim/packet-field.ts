@@ -181,7 +181,7 @@ export function fieldRefOf(expr: Expr): FieldRef | undefined {
       return expr.result === 'type' && !expr.flags.includes('mark') ? field(FIELD.fibType, fibFlagBits(expr.flags)) : undefined;
     case 'numgen':
       // A value from 0 + offset to mod - 1 + offset, below 2^32 (`mod 0` is left to the interpreter).
-      return expr.mode === 'random' && expr.mod >= 1 && (expr.offset ?? 0) >= 0 && (expr.offset ?? 0) + expr.mod <= 0xffffffff
+      return expr.mod >= 1 && (expr.offset ?? 0) >= 0 && (expr.offset ?? 0) + expr.mod <= 0xffffffff
         ? field(FIELD.numgen, expr.mod, expr.offset ?? 0)
         : undefined;
     default:

@@ -266,6 +266,8 @@ function verdict(af: AddressFamily): fc.Arbitrary<GenVerdict | undefined> {
     'ct state vmap { established : accept, new : JUMP }',
     'numgen random mod 2 vmap { 0 : accept, 1 : drop }',
     'numgen random mod 3 vmap { 0 : JUMP, 1 : drop, 2 : accept }',
+    // A counter the kernel's packets move on: nftsim's branches hold every value.
+    'numgen inc mod 2 vmap { 0 : accept, 1 : JUMP }',
     `${af} daddr . meta l4proto . th dport vmap @${setName('m', af)}`,
   ];
   return fc.oneof(

@@ -78,6 +78,8 @@ const CASES: readonly ExpressionCase[] = [
   { name: 'icmp id and sequence of an echo request', rules: 'icmp id 40000 icmp sequence 1 accept', packet: PING },
   { name: 'ct proto-src of an echo is its identifier', rules: 'meta l4proto icmp ct original proto-src 40000 ct reply proto-src 40000 accept', packet: PING },
   { name: 'ct proto-dst of an echo is its type and code', rules: 'meta l4proto icmp ct original proto-dst 2048 ct reply proto-dst 0 accept', packet: PING },
+  // A counter: the kernel's first packet after the load takes one of nftsim's branches.
+  { name: 'numgen inc: one of the branches', rules: 'numgen inc mod 2 0 accept', packet: SYN },
   { name: 'icmp mtu depends on destination-unreachable', rules: 'icmp mtu 0 accept', packet: PING },
   { name: 'ether type ip', rules: 'ether type ip accept', packet: SYN },
   { name: 'vlan id: no VLAN tag', rules: 'vlan id 1 accept', packet: SYN },
@@ -198,6 +200,7 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
     dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m conntrack ! --ctstate DNAT -j ACCEPT\nCOMMIT\n',
     packet: { ...SYN, tcpFlags: 'syn,ack' },
   },
+  { name: 'xt statistic --mode nth: one of the branches', dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m statistic --mode nth --every 2 --packet 0 -j ACCEPT\nCOMMIT\n', packet: SYN },
   {
     name: 'xt policy --pol none',
     dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m policy --dir in --pol none -j ACCEPT\nCOMMIT\n',
