@@ -525,6 +525,13 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80 }],
     },
     {
+      // Between conntrack (-200) and DNAT (-100): DNAT to an address rewrites the destination
+      // side whole from the tuple, port included.
+      name: 'tcp dport set after conntrack, then DNAT to an address: the tuple\'s port arrives',
+      rulesets: rules('table ip f {\n  chain pre {\n    type filter hook prerouting priority -150; policy accept;\n    tcp dport set 8080\n  }\n}\ntable ip nat {\n  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n    dnat to 198.51.100.30\n  }\n}\n'),
+      packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80 }, { reply: true }],
+    },
+    {
       name: 'icmp id set after conntrack, then masquerade: the tuple\'s identifier leaves',
       rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    icmp type echo-request icmp id set 7\n  }\n}\ntable ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n'),
       packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' }, { reply: true }],
