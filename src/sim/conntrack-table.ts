@@ -181,13 +181,19 @@ export class ConntrackTable {
 
   /** The entry whose original or reply tuple is `t` (nf_conntrack_find_get on the hash of
    * both directions, net/netfilter/nf_conntrack_core.c): one with the very ports, else one whose
-   * port is a range the kernel picked from (the pick is one of the range's ports). */
-  lookup(t: CtTuple): CtMatch | undefined {
+   * port is a range the kernel picked from (the pick is one of the range's ports). A flow's reply
+   * answering `answers` carries that connection's pick: another connection's pick from the same
+   * range is another port (seed 42306950, case 1892: a SYN in a zone holding another
+   * connection's range was taken for its packet). */
+  lookup(t: CtTuple, answers?: CtEntry): CtMatch | undefined {
     // A single packet looks up an empty table: no key to make.
     if (this.list.length === 0) return undefined;
     const bucket = this.buckets.get(bucketKey(t));
     if (!bucket) return undefined;
-    return bucket.find((m) => isSamePorts(tupleAt(m), t)) ?? bucket.find((m) => portMatches(tupleAt(m).sport, t.sport) && portMatches(tupleAt(m).dport, t.dport));
+    return (
+      bucket.find((m) => isSamePorts(tupleAt(m), t)) ??
+      bucket.find((m) => (answers === undefined || m.entry === answers) && portMatches(tupleAt(m).sport, t.sport) && portMatches(tupleAt(m).dport, t.dport))
+    );
   }
 
   /** Whether a confirmed entry has `t` as one of its tuples (nf_conntrack_tuple_taken). A port

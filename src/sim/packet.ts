@@ -4,7 +4,7 @@
 import { datatypeSymbols } from '../model/datatypes.js';
 import { parseAddress, type Address, type AddressFamily } from './address.js';
 import type { Host } from './host.js';
-import { hasIcmpId, isIcmpError, opensIcmpConnection } from './conntrack-table.js';
+import { hasIcmpId, isIcmpError, opensIcmpConnection, type CtEntry } from './conntrack-table.js';
 import { headersLength } from './packet-bytes.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
 import { opensTcpConnection } from './tcp-tracking.js';
@@ -88,6 +88,10 @@ export interface Packet {
   /** For an ICMP error: the packet it is about, as the header it quotes shows it (a flow's reply
    * to the previous packet as that left the node), by which conntrack relates it. */
   readonly quoted?: QuotedPacket;
+  /** For a flow's reply: the connection it answers. A port of it the kernel picked at random
+   * (shown as a range, the reply sent to its first port) is that connection's pick, which no
+   * other connection's range holds (conntrack-table.ts lookup). */
+  readonly answers?: CtEntry;
 }
 
 const PACKET_FIELDS = [

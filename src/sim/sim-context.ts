@@ -116,6 +116,8 @@ export interface ConnLink {
   carried: boolean;
   /** For an ICMP error: the packet it quotes, by which conntrack relates it (packet.ts). */
   readonly quoted: QuotedPacket | undefined;
+  /** For a flow's reply: the connection it answers (Packet.answers). */
+  readonly answers: CtEntry | undefined;
 }
 
 /** A random choice among weighted branches: returns the index taken. */

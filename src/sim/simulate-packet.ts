@@ -169,6 +169,8 @@ export interface PacketRun {
   readonly outcome: Omit<Outcome, 'probability'>;
   readonly final: PacketState;
   readonly family: Packet['family'];
+  /** The connection the packet belonged to at its end (a reply answers it). */
+  readonly entry: CtEntry | undefined;
 }
 
 /** How a packet runs: `keep`, a later packet may read what it leaves in the state (a single
@@ -224,7 +226,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     ctAttached: false,
     zoneTemplate: false,
     untrackedFrom: undefined,
-    conn: { table: state.conntrack, explicit: packet.ctGiven !== false, keep: how.keep, entry: undefined, peer: undefined, tuple: undefined, tcpFlags: 0, mapped: {}, carried: false, quoted: packet.quoted },
+    conn: { table: state.conntrack, explicit: packet.ctGiven !== false, keep: how.keep, entry: undefined, peer: undefined, tuple: undefined, tcpFlags: 0, mapped: {}, carried: false, quoted: packet.quoted, answers: packet.answers },
     iif: packet.iif,
     oif: undefined,
     natDone: 0,
@@ -248,7 +250,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
   // A found entry is the kernel's own object: what the packet changed stays, dropped or not.
   if (ctx.conn.entry) ctx.conn.entry.mark = ctx.ct.mark;
   if (how.keep && REACHED.has(ending.disposition)) deliverToPeer(ctx);
-  return { outcome: finish(ctx, ending), final: ctx.pkt, family: ctx.family };
+  return { outcome: finish(ctx, ending), final: ctx.pkt, family: ctx.family, entry: ctx.conn.entry };
 }
 
 /** The packet's tuple as `ct original …` reads it before conntrack found an entry: its ports, or
@@ -348,12 +350,12 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
     // `notrack` leaves the packet untracked, and its connection's tracking behind the peer that
     // gets a SYN or FIN it did not see.
     const tuple = conn.keep && !conn.explicit && p.l4proto === L4_NUMBERS.tcp && sequenceEnd(p.tcpFlags) > 0 ? tupleOf(ctx.family, p, ctx.ct.zone) : undefined;
-    conn.peer = tuple && conn.table.lookup(tuple);
+    conn.peer = tuple && conn.table.lookup(tuple, conn.answers);
     return;
   }
   const tuple = tupleOf(ctx.family, p, ctx.ct.zone);
   if (tuple && !conn.explicit) {
-    const found = conn.table.lookup(tuple);
+    const found = conn.table.lookup(tuple, conn.answers);
     // Reopened: deleted, and the packet opens a connection of its own.
     if (found && trackConnection(ctx, found) !== 'reopened') {
       conn.peer = found;
@@ -407,7 +409,7 @@ function trackConnection(ctx: SimContext, { entry, direction }: CtMatch): 'attac
  * without one it stays as read (invalid). */
 function relateIcmpError(ctx: SimContext, quoted: QuotedPacket): void {
   const tuple = tupleOf(ctx.family, quoted, ctx.ct.zone);
-  const found = tuple && ctx.conn.table.lookup(invertTuple(tuple));
+  const found = tuple && ctx.conn.table.lookup(invertTuple(tuple), ctx.conn.answers);
   if (!found || tupleAt(found).dst !== ctx.pkt.dst.n) return;
   attachEntry(ctx, found.entry, found.direction, 'related');
 }

@@ -417,6 +417,18 @@ describe('NAT mappings that clash with a connection of the flow', () => {
     expect(reply!.packet).toMatchObject({ src: '10.244.1.9', dst: '192.0.2.99', icmpId });
   });
 
+  // A reply carries the pick of the connection it answers, which no other connection's range holds:
+  // the node's SYN back, put in zone 1 as the first SYN was, is not the zone-1 connection's reply
+  // (seed 42306950, case 1892, where the kernel's packet opened a connection of its own).
+  it('does not take a reply to one connection\'s random pick for another connection\'s', () => {
+    const text = `table ip raw {\n  chain out { type filter hook output priority raw; tcp flags & (syn | rst | ack) == syn ct zone set 1 }\n}\ntable ip nat {\n  chain post { type nat hook postrouting priority srcnat; masquerade fully-random }\n}`;
+    const syn = { src: '192.0.2.10', dst: '192.0.2.10', protocol: 'tcp', sport: 40001, dport: 80 } as const;
+    const [, , , back] = only(text, [syn, { reply: true }, { ...syn, tcpFlags: 'ack' }, { reply: true, tcpFlags: 'syn' }]);
+    // Set up by the nat chain, not the other connection's mapping (then seen again through lo).
+    expect(back!.nat.map((n) => n.conntrack)).toEqual([undefined, 'original']);
+    expect(steps(back!)).toContain('nat post rule accept');
+  });
+
   // The second client's port is one of 1024-65535: a third client's 2000 is free, and the reply
   // to it is the third client's, not the second's (whose range holds 2000).
   it('keeps a later client\'s port beside a port the kernel picked, and answers it', () => {
