@@ -29,7 +29,7 @@ const MAX_PARTS = 11;
 const NUMBER = /^\s*(0[xX][0-9a-fA-F]+|0[0-7]*|[1-9][0-9]*)/;
 const OPERATOR = /^\s*(&&|&|<<|>>|@|=|,|:)/;
 
-/** The tests of a `--u32` argument; undefined when it is not one libxt_u32.c accepts. */
+/** The tests of a `--u32` argument; undefined when libxt_u32.c or the kernel refuses it. */
 export function parseU32(text: string): U32Test[] | undefined {
   let rest = text;
   const take = (pattern: RegExp): string | undefined => {
@@ -53,6 +53,9 @@ export function parseU32(text: string): U32Test[] | undefined {
     while (op === '&' || op === '<<' || op === '>>' || op === '@') {
       const n = number();
       if (n === undefined || steps.length + 1 >= MAX_PARTS) return undefined;
+      // The kernel refuses a shift by more than 31 (u32_mt_checkentry: EINVAL, checked with
+      // iptables-nft-restore on Linux 6.18), which C would leave undefined.
+      if ((op === '<<' || op === '>>') && n > 31) return undefined;
       steps.push({ op, n });
       op = take(OPERATOR);
     }
@@ -84,7 +87,7 @@ export function parseU32(text: string): U32Test[] | undefined {
 export function matchU32(stmt: XtExtensionStmt, ctx: SimContext): boolean {
   const option = stmt.options.find((o) => o.name === 'u32');
   const tests = option?.value.type === 'string' ? parseU32(option.value.s) : undefined;
-  if (!option || !tests) throw new NotModelled('iptables match u32 without tests libxt_u32 reads');
+  if (!option || !tests) throw new NotModelled('iptables match u32 whose tests iptables or the kernel refuses');
   return tests.every((test) => holds(test, ctx)) !== option.negated;
 }
 
@@ -98,10 +101,10 @@ function holds(test: U32Test, ctx: SimContext): boolean {
         value = (value & n) >>> 0;
         break;
       case '<<':
-        value = shift(value, n, 'left');
+        value = (value << n) >>> 0;
         break;
       case '>>':
-        value = shift(value, n, 'right');
+        value = value >>> n;
         break;
       case '@':
         at += value;
@@ -116,11 +119,4 @@ function holds(test: U32Test, ctx: SimContext): boolean {
 /** The word at byte `at + pos`, undefined past the packet's end (the kernel's bounds checks). */
 function word(ctx: SimContext, at: number, pos: number): number | undefined {
   return readNetworkWord(ctx, at + pos, 'iptables match u32');
-}
-
-/** A C shift of a u32 by a u32 count: counts of 32 or more are undefined behaviour in C; on the
- * kernel's architectures (x86 and arm64 mask the count to 5 bits) they shift by count % 32. */
-function shift(value: number, count: number, way: 'left' | 'right'): number {
-  const c = count % 32;
-  return (way === 'left' ? value << c : value >>> c) >>> 0;
 }
