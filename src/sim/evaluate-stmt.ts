@@ -8,7 +8,7 @@ import { formatAddress, parseAddress, type Address, type AddressFamily } from '.
 import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
 import { HOST_KEY } from './route-rules.js';
 import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
-import { hasIcmpId, invertTransport, IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
+import { invertTransport, IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
 import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
@@ -17,7 +17,7 @@ import { matchU32 } from './match-u32.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
-import { natKeyOf, uniqueTuple, type NatRequest, type NatValue } from './unique-tuple.js';
+import { natField, natKeyOf, replyTransport, uniqueTuple, type NatRequest, type NatValue } from './unique-tuple.js';
 import { NAT_MANIP } from './pipeline.js';
 import { L4_NUMBERS, type CtStateName } from './packet.js';
 
@@ -785,13 +785,6 @@ export function isNodeInformation(p: PacketState): boolean {
 /** ICMPv6 node information query and response types (RFC 4620). */
 const ICMPV6_NODE_INFORMATION = { query: 139, response: 140 } as const;
 
-/** The field of the packet a NAT manipulation maps with the address: the source or destination
- * port, or an ICMP query's identifier for either (unique-tuple.ts natKeyOf). */
-export function natField(p: PacketState, wants: NatManip): 'sport' | 'dport' | 'icmpId' {
-  if (hasIcmpId(p.l4proto, p.icmpType)) return 'icmpId';
-  return wants === 'dst' ? 'dport' : 'sport';
-}
-
 /** The connection is mapped (nf_nat_setup_info): its tuple (`view`) goes to (DNAT) or comes from
  * (SNAT) `address` and `port`, the packet too when that changes the tuple, the entry's reply
  * tuple expects that (nf_conntrack_alter_reply, for `ct reply saddr` and friends), and the
@@ -810,17 +803,9 @@ function mapConnection(ctx: SimContext, wants: NatManip, view: NatRequest['pkt']
     if (port !== undefined && !isNodeInformation(p)) p[field] = port;
     ctx.ct.status |= wants === 'dst' ? IPS.dstNat : IPS.srcNat;
   }
-  const { original, reply } = ctx.ct;
-  if (field === 'icmpId') {
-    // Both directions keep the identifier in the source's place (invertTransport).
-    const transport = invertTransport({ l4proto: p.l4proto, sport: port, dport: original.dport });
-    ctx.ct.reply = wants === 'dst' ? { src: address, dst: reply ? reply.dst : original.src, ...transport } : { src: reply ? reply.src : original.dst, dst: address, ...transport };
-  } else {
-    ctx.ct.reply =
-      wants === 'dst'
-        ? { src: address, dst: reply ? reply.dst : original.src, sport: port, dport: reply ? reply.dport : original.sport }
-        : { src: reply ? reply.src : original.dst, dst: address, sport: reply ? reply.sport : original.dport, dport: port };
-  }
+  // The new tuple inverted: the view with this side mapped.
+  const { sport, dport } = replyTransport(view, wants, port);
+  ctx.ct.reply = { src: wants === 'dst' ? address : view.dst, dst: wants === 'src' ? address : view.src, sport, dport };
   ctx.natDone |= NAT_DONE[wants];
   ctx.conn.mapped[wants] = { addr: address, port };
   ctx.nat.push(event);

@@ -96,7 +96,6 @@ const CHECKSUM_FIELDS = new Set(['ip checksum', 'tcp checksum', 'udp checksum', 
 /** Transport header length by protocol number (first packet of a flow, no options). */
 const TRANSPORT_LENGTH: Readonly<Record<number, number>> = { 6: 20, 17: 8, 136: 8, 132: 12, 33: 16, 1: 8, 58: 8 };
 
-/** Where the ports sit in a transport header that has them (bytes). */
 /** The fields NAT may leave a range (a port or an ICMP identifier it picked at random), and their
  * byte in the transport header. */
 const PORTS_AT = [['sport', 0], ['dport', 2], ['icmpId', 4]] as const;
@@ -455,12 +454,13 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
   if (kept) Object.assign(p, kept);
 }
 
-/** The ports (and ICMP identifier) NAT picked from a range that a write of `length` bits at `bit` (counted from the
- * transport header's start) does not touch: they stay the range. One it touches, it rewrites
- * whole: only a named port field gets here, since a raw payload statement first reads what it
- * writes (evaluate-stmt.ts setPayload), which is not modelled over such a port (readLocation). */
 type Ranged = { -readonly [K in (typeof PORTS_AT)[number][0]]?: number | string };
 
+/** The ports (and ICMP identifier) NAT picked from a range that a write of `length` bits at
+ * `bit` (counted from the transport header's start) does not touch: they stay the range. One it
+ * touches, it rewrites whole: only a named field gets here, since a raw payload statement first
+ * reads what it writes (evaluate-stmt.ts setPayload), which is not modelled over such a port
+ * (readLocation). */
 function keptPorts(picked: Ranged, bit: number, length: number): Ranged {
   const kept: Ranged = {};
   for (const [field, at] of PORTS_AT) {

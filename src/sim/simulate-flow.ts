@@ -142,10 +142,10 @@ function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host):
   }
   const read = readPacket({ ...derived, ...overrides }, host, step.path);
   if (!read.packet) return { errors: read.errors };
-  // An answer carries the query's identifier as it arrived (the first of a range NAT picked
-  // from, as for ports), unless the step gives one.
-  const answered = { ...read.packet, ...(previous.entry && { answers: previous.entry }) };
-  const packet = answered.icmpId !== undefined && overrides.icmpId === undefined && p.icmpId !== undefined ? { ...answered, icmpId: port(p.icmpId)! } : answered;
+  // It answers the previous packet's connection, and carries the query's identifier as it
+  // arrived (the first of a range NAT picked from, as for ports) unless the step gives one.
+  const keepsId = read.packet.icmpId !== undefined && overrides.icmpId === undefined && p.icmpId !== undefined;
+  const packet = { ...read.packet, ...(previous.entry && { answers: previous.entry }), ...(keepsId && { icmpId: port(p.icmpId)! }) };
   if (packet.icmpType === undefined || !isIcmpError(packet.l4proto, packet.icmpType)) return packet;
   // An ICMP error about the previous packet quotes it as it left the node, as much as fits in
   // an error of 576 bytes (IPv4, icmp_send) or 1280 (IPv6, icmp6_send).

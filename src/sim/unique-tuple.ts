@@ -6,7 +6,7 @@
 // same for either direction"): SNAT and DNAT alike move it on a clash.
 
 import type { Address } from './address.js';
-import { hasIcmpId, invertTransport, portBounds, transportOf, tupleOf, type ConntrackTable, type CtTuple, type NatManip } from './conntrack-table.js';
+import { hasIcmpId, invertTransport, portBounds, tupleOf, type ConntrackTable, type CtTuple, type NatManip } from './conntrack-table.js';
 import { pickRangeAddress } from './pick-range-address.js';
 
 /** A NAT address or port: one value (`low === high`), or a range the kernel picks from. */
@@ -55,11 +55,23 @@ const ALWAYS_FREE = (): boolean => true;
 /** The identifiers an ICMP query may get without a range given (nf_nat_l4proto_unique_tuple). */
 const ICMP_IDS: NatValue = { low: 0n, high: 65535n };
 
-/** The port of the packet NAT manipulates: its source or destination port, or an ICMP query's
+/** The field NAT maps with the address: the source or destination port, or an ICMP query's
  * identifier for either. */
+export function natField(pkt: { readonly l4proto: number; readonly icmpType?: number }, wants: NatManip): 'sport' | 'dport' | 'icmpId' {
+  if (hasIcmpId(pkt.l4proto, pkt.icmpType)) return 'icmpId';
+  return wants === 'dst' ? 'dport' : 'sport';
+}
+
+/** The value of that field. */
 export function natKeyOf(pkt: NatRequest['pkt'], wants: NatManip): number | string | undefined {
-  if (hasIcmpId(pkt.l4proto, pkt.icmpType)) return pkt.icmpId;
-  return wants === 'src' ? pkt.sport : pkt.dport;
+  return pkt[natField(pkt, wants)];
+}
+
+/** The transport part of the reply tuple of a connection whose `wants` side NAT maps to `port`
+ * (an ICMP query's identifier): the new tuple's, inverted. */
+export function replyTransport(pkt: NatRequest['pkt'], wants: NatManip, port: number | string | undefined): { sport?: number | string; dport?: number | string } {
+  if (hasIcmpId(pkt.l4proto, pkt.icmpType)) return invertTransport({ l4proto: pkt.l4proto, sport: port, dport: (pkt.icmpType! << 8) | (pkt.icmpCode ?? 0) });
+  return wants === 'src' ? { sport: pkt.dport, dport: port } : { sport: port, dport: pkt.sport };
 }
 
 /** get_unique_tuple for `req` against the confirmed connections of `table`. */
@@ -151,15 +163,11 @@ function portOf(port: number | string | undefined): number | NatValue | undefine
 /** The reply tuple a connection mapped to `address` and `port` would have: taken when another
  * connection has it (nf_nat_used_tuple inverts the new tuple). */
 function replyTuple(req: NatRequest, address: bigint, port: number): CtTuple {
-  const { pkt } = req;
-  const common = { family: pkt.src.family, l4proto: pkt.l4proto, zone: req.zone };
-  if (hasIcmpId(pkt.l4proto, pkt.icmpType)) {
-    const transport = invertTransport({ l4proto: pkt.l4proto, ...transportOf({ ...pkt, icmpId: port }) });
-    return req.wants === 'src' ? { ...common, src: pkt.dst.n, dst: address, ...transport } : { ...common, src: address, dst: pkt.src.n, ...transport };
-  }
-  return req.wants === 'src'
-    ? { ...common, src: pkt.dst.n, dst: address, sport: pkt.dport, dport: port }
-    : { ...common, src: address, dst: pkt.src.n, sport: port, dport: pkt.sport };
+  const { pkt, wants } = req;
+  const { sport, dport } = replyTransport(pkt, wants, port);
+  const src = wants === 'dst' ? address : pkt.dst.n;
+  const dst = wants === 'src' ? address : pkt.src.n;
+  return { family: pkt.src.family, l4proto: pkt.l4proto, zone: req.zone, src, dst, sport, dport };
 }
 
 export function isWithin(n: bigint, range: NatValue): boolean {
