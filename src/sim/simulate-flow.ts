@@ -15,7 +15,9 @@ import { cloneSimState, createSimState, enumerateBranches, indexOf, readInputHos
 
 /** A packet of a flow written as the reply to the previous one: addresses and ports of the
  * previous packet as it left the node, swapped; arriving on the interface it left through (or
- * generated locally when it was delivered); any packet field overrides. */
+ * generated locally when it was delivered); any packet field overrides. It answers the previous
+ * packet's connection, overridden or not: a port the kernel picked at random for that
+ * connection is the one it carries, another connection's pick from the same range is not. */
 export type ReplyInput = { readonly reply: true } & Partial<PacketInput>;
 
 export interface FlowInput {
@@ -146,7 +148,8 @@ function readReply(step: FlowStep, previous: PacketRun | undefined, host: Host):
   // arrived (the first of a range NAT picked from, as for ports) unless the step gives one.
   const keepsId = read.packet.icmpId !== undefined && overrides.icmpId === undefined && p.icmpId !== undefined;
   const packet = { ...read.packet, ...(previous.entry && { answers: previous.entry }), ...(keepsId && { icmpId: port(p.icmpId)! }) };
-  if (packet.icmpType === undefined || !isIcmpError(packet.l4proto, packet.icmpType)) return packet;
+  // An ICMP error that gives the packet it quotes keeps it.
+  if (packet.icmpType === undefined || !isIcmpError(packet.l4proto, packet.icmpType) || overrides.quoted !== undefined) return packet;
   // An ICMP error about the previous packet quotes it as it left the node, as much as fits in
   // an error of 576 bytes (IPv4, icmp_send) or 1280 (IPv6, icmp6_send).
   const quoted: QuotedPacket = { src: p.src, dst: p.dst, l4proto: p.l4proto, sport: port(p.sport), dport: port(p.dport), icmpType: p.icmpType, icmpCode: p.icmpCode, icmpId: port(p.icmpId) };

@@ -531,6 +531,16 @@ describe('ICMP errors about the packets of a flow', () => {
     expect(related).toMatchObject({ mark: '0x0000000b', packet: { dst: '192.0.2.99' } });
   });
 
+  // A reply that gives the packet it quotes keeps it: here one of no connection, so the error
+  // relates to nothing and stays invalid.
+  it.each([
+    ['derived from the previous packet', {}, '0x0000000b'],
+    ['given', { quoted: { src: '10.244.0.1', dst: '10.244.1.5', protocol: 'udp', sport: 5555, dport: 9998 } }, '0x00000004'],
+  ] as const)('relates a reply\'s error by the packet it quotes, %s', (_name, quote, mark) => {
+    const [, error] = only(RELATED, [UDP, { ...UNREACHABLE, ...quote }]);
+    expect(error!.mark).toBe(mark);
+  });
+
   it.each([
     ['on a packet that is no ICMP error', { ...UDP, quoted: { src: '10.244.1.5', dst: '192.0.2.99' } }, 'packets[0].quoted: only for an ICMP error'],
     ['without its source', { ...UDP, protocol: 'icmp', icmpType: 'time-exceeded', sport: undefined, dport: undefined, quoted: { dst: '192.0.2.99' } }, 'packets[0].quoted.src: required'],
