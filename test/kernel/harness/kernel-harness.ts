@@ -675,7 +675,11 @@ function packetOfLine(line: TracePacketLine, family: 'ip' | 'ip6', protocol: Ker
   const ported = protocol === 'tcp' || protocol === 'udp';
   const sport = ported ? number(`${l4} sport`) : undefined;
   const dport = ported ? number(`${l4} dport`) : undefined;
-  const icmpId = ported ? undefined : number(`${l4} id`);
+  // nft prints an ICMPv6 echo's identifier and sequence as one 32-bit `parameter-problem` (the
+  // field of the same place in an error): the identifier is its high half.
+  const echo = l4 === 'icmpv6' && (fields['icmpv6 type'] === 'echo-request' || fields['icmpv6 type'] === 'echo-reply');
+  const pointer = number('icmpv6 parameter-problem');
+  const icmpId = ported ? undefined : (number(`${l4} id`) ?? (echo && pointer !== undefined ? Math.floor(pointer / 0x10000) : undefined));
   return {
     src: fields[`${family} saddr`] ?? '',
     dst: fields[`${family} daddr`] ?? '',
