@@ -286,7 +286,8 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
     case 'l3proto':
       return ctx.family === 'ip' ? 2n : 10n;
     case 'protocol':
-      return BigInt(ctx.pkt.l4proto);
+      // The entry's (nf_ct_protonum): a related ICMP error reads its connection's.
+      return BigInt(ctx.conn.entry?.original.l4proto ?? ctx.pkt.l4proto);
     case 'saddr':
     case 'ip saddr':
     case 'ip6 saddr':

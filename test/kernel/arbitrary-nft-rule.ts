@@ -111,6 +111,14 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   // The network header's protocol byte (IPv4: offset 9; IPv6's next header at 6 reads a tcp
   // packet the same way): a raw payload read of either family's packet.
   fc.constantFrom('@nh,72,8 6', '@nh,48,8 6').map((text) => ({ text })),
+  // The whole packet's length: the harness's packets are headers only (IPv4 TCP 40, UDP and
+  // echo 28; IPv6 20 more).
+  fc.constantFrom('meta length { 28, 40 }', 'meta length > 44').map((text) => ({ text })),
+  // The interfaces by index and type, the socket's group.
+  fc.constantFrom('meta iif "eth0"', 'meta oif "eth1"', 'meta iif "lo"', 'meta iiftype ether').map((text) => ({ text })),
+  fc.constant({ text: 'meta skgid 0' }),
+  fc.constant({ text: 'meta priority 1:2' }),
+
 );
 
 function addressMatch(af: AddressFamily): fc.Arbitrary<Part> {
@@ -140,8 +148,11 @@ function addressMatch(af: AddressFamily): fc.Arbitrary<Part> {
     // The forward path decrements the TTL before the forward hook (ip_forward, ip6_forward).
     fc.constantFrom('64', '63').map((n) => ({ text: af === 'ip' ? `ip ttl ${n}` : `ip6 hoplimit ${n}` })),
     fc.constantFrom('cs0', 'cs1').map((d) => ({ text: `${af} dscp ${d}` })),
-    // The rule's own family: nft refuses `ip daddr … meta nfproto ipv6` as conflicting.
+    // The rule's own family: nft refuses `ip daddr … meta nfproto ipv6` as conflicting, and so
+    // the link's protocol (skb->protocol) and the connection's.
     fc.constant({ text: `meta nfproto ${af === 'ip' ? 'ipv4' : 'ipv6'}`, inetOnly: true }),
+    fc.constant({ text: `meta protocol ${af}` }),
+    fc.constant({ text: `ct l3proto ${af === 'ip' ? 'ipv4' : 'ipv6'}` }),
   );
 }
 
@@ -168,6 +179,9 @@ function l4Match(af: AddressFamily): fc.Arbitrary<L4Match> {
     { text: 'tcp flags ack', proto: 'tcp' },
     { text: 'meta l4proto udp', proto: 'udp' },
     { text: 'meta l4proto tcp', proto: 'tcp' },
+    // The connection's transport protocol: a protocol to nft (`udp dport` after it conflicts), but
+    // not a transport match a NAT port may follow.
+    { text: 'ct protocol tcp', proto: 'any' },
     // Set at a TCP handshake's end (nf_conntrack_proto_tcp.c); UDP's depends on time, not modelled.
     { text: 'meta l4proto tcp ct status assured', proto: 'tcp' },
     ...icmp.map((text) => ({ text, proto: 'icmp' as const })),
@@ -203,6 +217,7 @@ function statement(af: AddressFamily): fc.Arbitrary<Part> {
     { weight: 1, arbitrary: fc.constant({ text: `meta mark set ${af} daddr map { ${a.server[1]} : 0x20, ${a.client[1]} : 0x4000 }` }) },
     { weight: 1, arbitrary: fc.constantFrom(`add @${setName('d', af)} { ${af} saddr }`, `update @${setName('d', af)} { ${af} daddr }`).map((text) => ({ text })) },
     { weight: 1, arbitrary: fc.constant({ text: 'notrack', hooks: TEMPLATE_HOOKS }) },
+    { weight: 1, arbitrary: fc.constant({ text: 'meta priority set 1:2' }) },
     { weight: 1, arbitrary: fc.constant({ text: `${af} dscp set cs1` }) },
     { weight: 1, arbitrary: fc.constant({ text: af === 'ip' ? 'ip ttl set 1' : 'ip6 hoplimit set 1' }) },
     { weight: 1, arbitrary: fc.constant({ text: 'ct zone set 1', hooks: TEMPLATE_HOOKS, beforeConntrack: true }) },

@@ -568,6 +568,13 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       packets: [{ iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:2::20', protocol: 'udp', sport: 40000, dport: 53 }, { reply: true, protocol: 'icmpv6', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' }],
     },
     {
+      // nft_ct.c NFT_CT_PROTOCOL reads the entry's protocol: tcp for the node's error about a SYN
+      // it took in (seed 1303362852, case 302: nftsim read the error's own, icmp).
+      name: "ct protocol of the node's ICMP error about a SYN is the connection's",
+      rulesets: rules('table inet t {\n  chain out {\n    type filter hook output priority 0; policy accept;\n    ct protocol tcp meta mark set 0x1\n    ct protocol icmp meta mark set mark or 0x2\n  }\n}\n'),
+      packets: [{ ...syn, dst: '198.51.100.10', dport: 80 }, { reply: true, protocol: 'icmp', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' }],
+    },
+    {
       name: 'an ICMP error about a DNATed SYN is related and comes from the address the client used',
       rulesets: rules(`${RELATED_MARKS}table ip nat {\n  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n    dnat to 198.51.100.20\n  }\n}\n`),
       packets: [{ ...syn, dst: '198.51.100.30', dport: 80 }, { reply: true, protocol: 'icmp', icmpType: 'time-exceeded' }],

@@ -531,6 +531,17 @@ describe('ICMP errors about the packets of a flow', () => {
     expect(related).toMatchObject({ mark: '0x0000000b', packet: { dst: '192.0.2.99' } });
   });
 
+  // nft_ct.c NFT_CT_PROTOCOL reads the entry's tuple (nf_ct_protonum), not the packet: a related
+  // error's is its connection's protocol (seed 1303362852, case 302).
+  it.each([
+    ['udp', '0x00000001'],
+    ['icmp', '0x00000000'],
+  ])('reads ct protocol %s of a related error from its connection', (protocol, mark) => {
+    const text = `table ip t { chain pre { type filter hook prerouting priority 0; ct state related ct protocol ${protocol} meta mark set 0x1 } }`;
+    const [, error] = only(text, [UDP, UNREACHABLE]);
+    expect(error!.mark).toBe(mark);
+  });
+
   // A reply that gives the packet it quotes keeps it: here one of no connection, so the error
   // relates to nothing and stays invalid.
   it.each([
