@@ -805,4 +805,6 @@ export interface UnsupportedStmt {
   readonly kind: 'unsupported';
   readonly span: Span;
   readonly text: string;
+  /** Known to be a test of the packet (a match): the simulator assumes it does not match. */
+  readonly test?: true;
 }

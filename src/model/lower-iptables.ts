@@ -919,7 +919,7 @@ class RuleLowering {
       case 'extension': {
         const lowering = TARGET_LOWERINGS[t.name];
         if (t.options.some((o) => o.value.type === 'raw') || lowering === undefined || !lowering.call(this, t)) {
-          this.unsupported(span, `target "${t.name}"`);
+          if (!TYPED_XT_TARGETS.has(t.name)) this.unsupported(span, `target "${t.name}"`);
           this.xt('target', span, t.name, t.options);
         }
         return;
@@ -1197,7 +1197,11 @@ const MATCH_LOWERINGS: Readonly<Record<string, MatchLowering>> = {
 
 // Matches with real semantics that nft cannot express, kept as typed xt extensions for the
 // simulator rather than reported (their options are all typed by the parser).
-const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['recent', 'set', 'physdev', 'socket', 'string', 'u32', 'bpf', 'conntrack', 'multiport', 'hashlimit', 'connlimit', 'policy', 'rpfilter', 'owner']);
+const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['recent', 'set', 'physdev', 'socket', 'string', 'u32', 'bpf', 'conntrack', 'multiport', 'hashlimit', 'connlimit', 'policy', 'rpfilter', 'owner', 'tos']);
+
+// Targets kept as xt extensions whose effect the simulator gives (evaluate-stmt.ts
+// evaluateXtExtension): not reported either.
+const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'CHECKSUM']);
 
 const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
   REJECT: p.reject,

@@ -14,6 +14,7 @@ import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
 import { matchU32 } from './match-u32.js';
+import { matchTos, setTos } from './xt-tos.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
 import { writePayload } from './packet-bytes.js';
@@ -92,7 +93,7 @@ export function reportUnsupported(ctx: SimContext, reason: string, at = currentR
 /** Statements that test the packet: when nftsim cannot evaluate one, it assumes no match. */
 
 export function isTest(stmt: Stmt): boolean {
-  return stmt.kind === 'match' || stmt.kind === 'vmap' || ((stmt.kind === 'xt' || stmt.kind === 'xt-extension') && stmt.type === 'match');
+  return stmt.kind === 'match' || stmt.kind === 'vmap' || ((stmt.kind === 'xt' || stmt.kind === 'xt-extension') && stmt.type === 'match') || (stmt.kind === 'unsupported' && stmt.test === true);
 }
 
 /** A rule as nft_do_chain runs its expressions; with indexes on, rules run compiled instead
@@ -399,6 +400,10 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
     setHopLimit(stmt, ctx);
     return undefined;
   }
+  if (stmt.name === 'TOS') {
+    setTos(stmt, ctx);
+    return undefined;
+  }
   if (stmt.name === 'CONNMARK' && (option('save-mark') || option('restore-mark'))) {
     // The masked forms the lowering keeps as xt (xt_connmark.c connmark_tg_shift, no shift):
     // save: ctmark = (ctmark & ~ctmask) ^ (mark & nfmask); restore: mark = (mark & ~nfmask) ^
@@ -482,6 +487,8 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
       return matchRecent(stmt, ctx);
     case 'u32':
       return matchU32(stmt, ctx);
+    case 'tos':
+      return matchTos(stmt, ctx);
     case 'socket':
       // xt_socket.c: a packet to a non-local address has no socket (the host model lists none).
       if (ctx.iif !== undefined && !localInterfaceOf(ctx.host, ctx.pkt.dst)) return false;

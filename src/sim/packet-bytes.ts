@@ -417,20 +417,36 @@ const UNWRITABLE = new Set(['ip version', 'ip hdrlength', 'ip6 version', 'tcp do
 
 /** A payload statement: writes `value` into the field, then reads the packet state back. */
 export function writePayload(target: Payload | RawPayload, value: bigint, ctx: SimContext): void {
-  let loc: FieldLocation;
-  let raw = false;
-  if (target.kind === 'payload') {
-    if (target.inner) throw new NotModelled(`${target.inner} ${target.protocol} ${target.field} set`);
-    const spec = fieldSpec(target.protocol, target.field);
-    const name = `${target.protocol} ${target.field}`;
-    if (UNWRITABLE.has(name) || CHECKSUM_FIELDS.has(name)) throw new NotModelled(`${name} set`);
-    // An unmet dependency ends the rule before the write; the caller checked it by reading.
-    if (!isDependencyMet(target.protocol, spec, ctx)) return;
-    loc = spec;
-  } else {
-    loc = target;
-    raw = true;
+  if (target.kind === 'raw-payload') {
+    writeLocation(target, value, true, ctx);
+    return;
   }
+  if (target.inner) throw new NotModelled(`${target.inner} ${target.protocol} ${target.field} set`);
+  const spec = fieldSpec(target.protocol, target.field);
+  const name = `${target.protocol} ${target.field}`;
+  if (UNWRITABLE.has(name) || CHECKSUM_FIELDS.has(name)) throw new NotModelled(`${name} set`);
+  // An unmet dependency ends the rule before the write; the caller checked it by reading.
+  if (isDependencyMet(target.protocol, spec, ctx)) writeLocation(spec, value, false, ctx);
+}
+
+/** The IPv4 TOS byte or the IPv6 traffic class, DSCP and ECN together (what iptables' tos match
+ * and TOS target read and write, ipv4_get_dsfield and ipv6_get_dsfield). */
+function trafficClassAt(ctx: SimContext): FieldLocation {
+  return { base: 'nh', offset: ctx.family === 'ip' ? 8 : 4, length: 8 };
+}
+
+export function readTrafficClass(ctx: SimContext): number {
+  return Number(readLocation(trafficClassAt(ctx), ctx, 'the TOS byte'));
+}
+
+/** Writes the traffic class, the checksum kept valid (ipv4_change_dsfield). */
+export function writeTrafficClass(ctx: SimContext, value: number): void {
+  writeLocation(trafficClassAt(ctx), BigInt(value), false, ctx);
+}
+
+/** Writes `value` at `loc`, then reads the packet state back; `raw`: a raw payload statement,
+ * after which nft leaves the checksums as they were. */
+function writeLocation(loc: FieldLocation, value: bigint, raw: boolean, ctx: SimContext): void {
   if (loc.base === 'll' || loc.base === 'ih') throw new NotModelled(`a payload statement on the ${loc.base === 'll' ? 'link layer' : 'inner'} header`);
   // A port (or ICMP identifier) NAT picked from a range is one of it in the kernel, which a write
   // elsewhere in the headers leaves as it is: written out as the range's first, it stays the

@@ -2,8 +2,8 @@
 // (kernel-differential tests, issue 4), IPv4 (iptables-nft-restore) or IPv6
 // (ip6tables-nft-restore): the raw, mangle, nat and filter tables, their built-in chains and one
 // user chain each, with the matches and targets nftsim lowers (mark, connmark, conntrack,
-// addrtype, multiport, statistic, comment, iprange, pkttype, length, ttl / hl, dscp, owner, u32; MARK
-// --set-xmark and friends, CONNMARK save/restore with masks, LOG, DSCP, CLASSIFY, REJECT,
+// addrtype, multiport, statistic, comment, iprange, pkttype, length, ttl / hl, dscp, tos, owner,
+// u32; MARK --set-xmark and friends, CONNMARK save/restore with masks, LOG, DSCP, TOS, CLASSIFY, REJECT,
 // DNAT/SNAT with ranges, MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK, which raw runs
 // before conntrack).
 import fc from 'fast-check';
@@ -90,6 +90,8 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     // The forward path decrements the TTL before the forward hook (ip_forward, ip6_forward).
     fc.constantFrom('64', '63').map((n) => ({ text: af === 'ip' ? `-m ttl --ttl-eq ${n}` : `-m hl --hl-eq ${n}` })),
     fc.constantFrom('0x00', '0x08').map((d) => ({ text: `-m dscp --dscp ${d}` })),
+    // The whole byte (DSCP and ECN) under a mask, as iptables-save writes it.
+    fc.constantFrom('--tos 0x23/0xff', '! --tos 0x00/0x3f', '--tos 0x20/0xfc').map((t) => ({ text: `-m tos ${t}` })),
     fc.constantFrom('--uid-owner 0', '--uid-owner 1000', '--gid-owner 0').map((o) => ({ text: `-m owner ${o}`, hooks: ['output', 'postrouting'] as const })),
     // Words of the network header (not the ports, which NAT may pick at random, nor a quote).
     fc
@@ -147,6 +149,7 @@ function tableTargets(af: AddressFamily, table: IptTable): readonly IptPart[] {
     case 'mangle':
       return [
         { text: '-j DSCP --set-dscp 0x08' },
+        ...['--set-tos 0x23/0xff', '--set-tos 0x10/0x3f', '--xor-tos 0x03'].map((t) => ({ text: `-j TOS ${t}` })),
         { text: '-j CLASSIFY --set-class 0001:0002', hooks: ['forward', 'output', 'postrouting'] },
         // The TTL (hop limit) the routing decision and later tests read: a forwarded packet at 1
         // is dropped.

@@ -292,6 +292,7 @@ describe('matches and targets', () => {
     ['-m esp ! --espspi 0:4294967295', 'esp', true],
     ['-m ah ! --ahlen 120', 'ah', true],
     ['-m frobnicate --wibble 3', 'frobnicate', true],
+    ['-m tos --tos 0x10/0x3f', 'tos', false],
   ])('keeps %s as a typed xt extension', (spec, name, warned) => {
     const { ruleset, diagnostics } = lower(`*filter\n:INPUT ACCEPT [0:0]\n-A INPUT ${spec} -j DROP\nCOMMIT\n`);
     const stmt = chainOf(ruleset, 'filter', 'INPUT').rules[0]!.stmts[0]!;
@@ -309,10 +310,16 @@ describe('matches and targets', () => {
     ]);
   });
 
-  it('reports an unknown target and keeps it', () => {
-    const { ruleset, diagnostics } = lower('*mangle\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -j CHECKSUM --checksum-fill\nCOMMIT\n');
-    expect(formatRule(chainOf(ruleset, 'mangle', 'POSTROUTING').rules[0]!)).toBe('counter packets 0 bytes 0 xt target CHECKSUM');
-    expect(diagnostics).toMatchObject([{ severity: 'warning', code: 'unsupported', span: { line: 3 } }]);
+  it.each([
+    ['SECMARK --selctx system_u:object_r:ssh_packet_t:s0', 'SECMARK', true],
+    // Kept as xt as iptables-nft keeps them, with the effect the simulator gives them.
+    ['CHECKSUM --checksum-fill', 'CHECKSUM', false],
+    ['TTL --ttl-set 5', 'TTL', false],
+    ['TOS --set-tos 0x10/0x3f', 'TOS', false],
+  ])('keeps -j %s as an xt target', (spec, name, warned) => {
+    const { ruleset, diagnostics } = lower(`*mangle\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -j ${spec}\nCOMMIT\n`);
+    expect(formatRule(chainOf(ruleset, 'mangle', 'POSTROUTING').rules[0]!)).toBe(`counter packets 0 bytes 0 xt target ${name}`);
+    expect(diagnostics.some((d) => d.severity === 'warning' && d.code === 'unsupported' && d.span?.line === 3)).toBe(warned);
   });
 });
 

@@ -37,6 +37,9 @@ export interface ExprEnv {
   shareValue(v: Value): Value;
   /** The family of the table whose rule is being built, if any: typeAgainst's. */
   readonly tableFamily: Family | undefined;
+  /** Set when a statement of the rule reads or writes a header of the other IP family than its
+   * ip or ip6 table (buildPayload); the rule builder reads it after each statement. */
+  otherFamilyHeader: boolean;
 }
 
 type Children = Record<string, (CstNode | IToken)[] | undefined>;
@@ -522,6 +525,7 @@ export function buildPayload(env: ExprEnv, n: CstNode): Expr {
   const addrType = tok(n, 'addrType')?.image;
   const field = sub ? `${sub} ${nameText(env, node(n, 'option'))}${key ? ` ${key}` : ''}` : addrType ? env.intern(`${key} ${addrType}`) : key!;
   if (inner) return { kind: 'payload', span, protocol: inner, field, inner: head };
+  if ((head === 'ip' && env.tableFamily === 'ip6') || (head === 'ip6' && env.tableFamily === 'ip')) env.otherFamilyHeader = true;
   return { kind: 'payload', span, protocol: head, field };
 }
 
