@@ -639,9 +639,10 @@ export class NftAstBuilder implements ExprEnv {
   }
 
   /** A statement on a header of the other IP family than its ip or ip6 table: nft refuses it
-   * (conflicting protocols), but lists one so for an iptables extension kept as xt (libxt_TOS's
-   * translation writes `ip6 dscp set 0x04` in an ip table for `--set-tos 0x10/0x3f`, its mask
-   * dropped). Kept unsupported, not run as a test that never holds. */
+   * (conflicting protocols), but lists iptables extensions kept as xt so (nft 1.0.6 with
+   * iptables-nft 1.8.9: libxt_TOS's translation writes `ip6 dscp set 0x04` in an ip table for
+   * `--set-tos 0x10/0x3f`, its mask dropped; libxt_ecn's `ip ecn` in an ip6 table). Kept
+   * unsupported, not run as a test that never holds. */
   private otherFamilyStmt(n: CstNode, family: Family, stmt: Stmt): Stmt {
     const span = spanOfNode(this.pos, n);
     const text = this.sourceOf(n);
@@ -649,7 +650,7 @@ export class NftAstBuilder implements ExprEnv {
     this.diagnostics.push({
       severity: 'warning',
       code: 'unsupported',
-      message: `an ${other} header in an ${family} table is not modelled: nft refuses it, and lists an iptables extension so (the TOS target): '${text}'`,
+      message: `an ${other} header in an ${family} table is not modelled: nft refuses it, and lists iptables extensions so (the TOS target, the ecn match): '${text}'`,
       span,
     });
     return stmt.kind === 'match' || stmt.kind === 'vmap' ? { kind: 'unsupported', span, text, test: true } : { kind: 'unsupported', span, text };
