@@ -51,6 +51,12 @@ export interface CtEntry {
   readonly nat: readonly NatEvent[];
   /** A TCP connection's tracking (tcp-tracking.ts), which its packets move on. */
   readonly tcp: TcpTrack | undefined;
+  /** The accounting of its packets and bytes by direction (nf_conn_acct, which an nft rule
+   * reading `ct packets` turns on before any connection of the run is made): conntrack counts a
+   * packet when it attaches the entry to it, not an ICMP error it relates, nor a TCP packet the
+   * state machine ignores or finds invalid. */
+  readonly packets: [number, number];
+  readonly bytes: [number, number];
 }
 
 export interface CtMatch {

@@ -389,8 +389,10 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
  * nf_conntrack_in looks it up again, NF_REPEAT). */
 function trackConnection(ctx: SimContext, { entry, direction }: CtMatch): 'attached' | 'invalid' | 'reopened' {
   const seenReply = (entry.status & IPS.seenReply) !== 0;
+  let counted = true;
   if (entry.tcp) {
     const verdict = trackTcp(entry.tcp, direction, ctx.pkt.tcpFlags, seenReply, (entry.status & IPS.assured) !== 0);
+    counted = verdict !== 'ignored';
     if (verdict === 'invalid') {
       ctx.ct.state = 'invalid';
       return 'invalid';
@@ -398,6 +400,12 @@ function trackConnection(ctx: SimContext, { entry, direction }: CtMatch): 'attac
     if (verdict === 'reopen' || verdict === 'killed') ctx.conn.table.remove(entry);
     if (verdict === 'reopen') return 'reopened';
     if (verdict === 'assured') entry.status |= IPS.assured;
+  }
+  // nf_ct_refresh_acct at the end of the protocol's packet handler (nf_ct_kill_acct for a reset
+  // before any reply); an ignored TCP packet returns before it.
+  if (counted) {
+    entry.packets[direction] += 1;
+    entry.bytes[direction] += ctx.pkt.length;
   }
   if (direction === 1) entry.status |= IPS.seenReply;
   attachEntry(ctx, entry, direction, direction === 1 || seenReply ? 'established' : 'new');
@@ -503,6 +511,8 @@ function confirm(ctx: SimContext): void {
     natDone: ctx.natDone,
     nat: [...ctx.nat],
     tcp: original.l4proto === L4_NUMBERS.tcp ? openTcp(conn.tcpFlags) : undefined,
+    packets: [1, 0],
+    bytes: [ctx.pkt.length, 0],
   };
   if (!conn.keep || conn.table.insert(entry)) conn.entry = entry;
 }

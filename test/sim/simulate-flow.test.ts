@@ -35,6 +35,31 @@ const OBSERVE = `table inet t {${SEEN('prerouting')}${SEEN('output')}\n}`;
 
 const UDP = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'udp', sport: 5555, dport: 9999 } as const;
 
+// nf_conn_acct: conntrack counts each packet of a connection as it attaches the entry, the
+// first when it makes it (nft_ct_get_eval NFT_CT_PKTS, _BYTES, _AVGPKT; a direction, or both
+// summed). Marks: original packets 1 0x1, 2 0x2, 3 0x4; reply packets 1 0x8; bytes 84 0x10;
+// avgpkt 28 (a UDP packet's headers) 0x20.
+describe("a connection's packet and byte counts", () => {
+  const COUNTS = `table ip t { chain pre { type filter hook prerouting priority 0; policy accept;
+    ct original packets 1 meta mark set mark or 0x1
+    ct original packets 2 meta mark set mark or 0x2
+    ct original packets 3 meta mark set mark or 0x4
+    ct reply packets 1 meta mark set mark or 0x8
+    ct bytes 84 meta mark set mark or 0x10
+    ct avgpkt 28 meta mark set mark or 0x20
+  } }`;
+  it('counts every packet of a UDP flow, in its direction', () => {
+    expect(only(COUNTS, [UDP, UDP, { reply: true }, UDP]).map((o) => o.mark)).toEqual(['0x00000021', '0x00000022', '0x0000003a', '0x0000002c']);
+  });
+
+  // tcp_conntracks[0][syn][sES] is sIG: nf_conntrack_tcp_packet returns before counting it.
+  it('does not count a TCP packet the state machine ignores', () => {
+    const syn = { ...UDP, protocol: 'tcp', tcpFlags: 'syn' } as const;
+    const marks = only(COUNTS, [syn, { reply: true }, { ...syn, tcpFlags: 'ack' }, syn, { ...syn, tcpFlags: 'ack' }]).map((o) => o.mark);
+    expect(marks.slice(2)).toEqual(['0x0000000a', '0x0000000a', '0x0000000c']);
+  });
+});
+
 describe('conntrack across the packets of a flow', () => {
   // Checked on Linux 6.18 in a namespace pair (udp 10.9.0.1:5555 → 10.9.0.2:9999 twice, one
   // answer, once more): counters for new/original 2, established/original 1, confirmed 2,
