@@ -175,8 +175,12 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
       return BigInt(p.pkttype);
     case 'iiftype':
     case 'oiftype': {
-      const dev = key === 'iiftype' ? ctx.iif : ctx.oif;
-      if (dev === undefined) return 0n;
+      // No device: NFT_BREAK (nft_meta_store_iftype). `iiftype` reads the device the packet is on
+      // (nft_meta.c NFT_META_IFTYPE, pkt->skb->dev): the input interface, then from postrouting
+      // on the output interface (ip_output sets skb->dev before the hook), none at output; Linux
+      // 6.18 matches `meta iiftype ether` at postrouting for the node's own packet, whose iif is 0.
+      const dev = key === 'oiftype' ? ctx.oif : ctx.hook === 'postrouting' ? ctx.oif : ctx.iif;
+      if (dev === undefined) return undefined;
       return dev === 'lo' ? 0x304n : 1n;
     }
     case 'skuid':
@@ -320,11 +324,17 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
     case 'packets':
     case 'avgpkt': {
       // nft_ct_get_init turns accounting on (nf_ct_set_acct) for these keys, and conntrack
-      // counts the first packet when it creates the entry: 1 packet of the packet's length in
-      // the original direction, nothing in reply. Later packets depend on the flow's history.
-      if (ct.state !== 'new') throw new NotModelled(`ct ${expr.key} of an ${ct.state} connection (counts of earlier packets)`);
-      if (expr.dir === 'reply') return 0n;
-      return expr.key === 'packets' ? 1n : BigInt(ctx.pkt.length);
+      // counts each packet as it attaches the entry (CtEntry.packets): a packet that opens a
+      // connection is 1 packet of its length in the original direction, nothing in reply.
+      // Without a direction, both summed (nft_ct_get_eval_counter); avgpkt is bytes / packets.
+      const entry = ctx.conn.entry;
+      if (!entry && ct.state !== 'new') throw new NotModelled(`ct ${expr.key} of an ${ct.state} connection (counts of earlier packets)`);
+      const count = (n: readonly [number, number]): number => (expr.dir === undefined ? n[0] + n[1] : n[expr.dir === 'reply' ? 1 : 0]);
+      const packets = count(entry ? entry.packets : [1, 0]);
+      const bytes = count(entry ? entry.bytes : [ctx.pkt.length, 0]);
+      if (expr.key === 'packets') return BigInt(packets);
+      if (expr.key === 'bytes') return BigInt(bytes);
+      return packets === 0 ? 0n : BigInt(Math.floor(bytes / packets));
     }
     case 'expiration':
       throw new NotModelled('ct expiration (depends on the time since the entry was refreshed)');

@@ -78,7 +78,16 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     fc.constant({ text: '-m addrtype --src-type LOCAL --limit-iface-out', hooks: OUT_HOOKS }),
     // The conntrack tuples, which a packet without an entry does not match.
     fc
-      .constantFrom(`--ctorigdst ${host(af, a.server[1])}`, `--ctreplsrc ${host(af, a.server[2])}`, '--ctorigdstport 80', `--ctstate DNAT --ctorigdst ${host(af, a.server[1])}`)
+      .constantFrom(
+        `--ctorigdst ${host(af, a.server[1])}`,
+        `--ctreplsrc ${host(af, a.server[2])}`,
+        '--ctorigdstport 80',
+        `--ctstate DNAT --ctorigdst ${host(af, a.server[1])}`,
+        // The connection's protocol (an ICMP error related to a TCP connection reads tcp), and
+        // its original source.
+        '--ctproto tcp',
+        `--ctorigsrc ${host(af, a.client[0])}`,
+      )
       .map((t) => ({ text: `-m conntrack ${t}` })),
     fc.constant({ text: `-s ${a.prefixes[0]}`, option: 's' }),
     fc.constant({ text: '-m statistic --mode random --probability 0.50000000000' }),

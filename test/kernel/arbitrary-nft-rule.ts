@@ -118,6 +118,8 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   fc.constantFrom('meta iif "eth0"', 'meta oif "eth1"', 'meta iif "lo"', 'meta iiftype ether').map((text) => ({ text })),
   fc.constant({ text: 'meta skgid 0' }),
   fc.constant({ text: 'meta priority 1:2' }),
+  // The connection's accounting, which counts each packet as conntrack attaches the entry.
+  fc.constantFrom('ct original packets 1', 'ct packets 2', 'ct reply packets 1', 'ct bytes > 100').map((text) => ({ text })),
 
 );
 

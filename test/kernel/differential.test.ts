@@ -279,6 +279,24 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: a kube-proxy nft
 describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later packets meet the conntrack entry of the first)', () => {
   const rules = (body: string) => [{ kind: 'nft', text: body, file: 'flow.nft' }] as const;
   const syn = { iif: 'eth0', src: '192.0.2.1', protocol: 'tcp', sport: 40000, tcpFlags: 'syn' } as const;
+  const udp = { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 } as const;
+  const syn80 = { ...syn, dst: '198.51.100.20', dport: 80 } as const;
+  // In the window conntrack saw: nftsim does not track sequence numbers, and assumes so.
+  const ack80 = { ...syn80, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 } as const;
+  // Marks a connection's counts at prerouting: original packets 1 0x1, 2 0x2, 3 0x4; reply
+  // packets 1 0x8; bytes 84 0x10; avgpkt 28 0x20.
+  const COUNT_MARKS = `table ip t {
+  chain pre {
+    type filter hook prerouting priority 0; policy accept;
+    ct original packets 1 meta mark set mark or 0x1
+    ct original packets 2 meta mark set mark or 0x2
+    ct original packets 3 meta mark set mark or 0x4
+    ct reply packets 1 meta mark set mark or 0x8
+    ct bytes 84 meta mark set mark or 0x10
+    ct avgpkt 28 meta mark set mark or 0x20
+  }
+}
+`;
   // Marks what conntrack made of each packet at prerouting and output (related 0x1, direction
   // reply 0x2, invalid 0x4); forwarding takes only a new connection or what relates to one.
   const RELATED_MARKS = `table inet t {
@@ -567,6 +585,19 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       rulesets: rules(`${RELATED_MARKS}table ip6 nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n`),
       packets: [{ iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:2::20', protocol: 'udp', sport: 40000, dport: 53 }, { reply: true, protocol: 'icmpv6', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' }],
     },
+    ...(
+      [
+        ['every packet of a UDP flow', [udp, udp, { reply: true }, udp]],
+        // tcp_conntracks[0][syn][sES] is sIG: nf_conntrack_tcp_packet returns before counting it.
+        ['a TCP flow, not the SYN the state machine ignores', [syn80, { reply: true }, ack80, syn80, ack80]],
+      ] as const
+    ).map(([what, packets]) => ({
+      // nf_conn_acct counts each packet as conntrack attaches the entry: nftsim knew only the
+      // first packet's counts.
+      name: `ct packets, bytes and avgpkt count ${what}`,
+      rulesets: rules(COUNT_MARKS),
+      packets,
+    })),
     {
       // nft_ct.c NFT_CT_PROTOCOL reads the entry's protocol: tcp for the node's error about a SYN
       // it took in (seed 1303362852, case 302: nftsim read the error's own, icmp).
@@ -660,6 +691,14 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: regressions foun
 }
 `);
   it.each([
+    ...(['filter', 'nat'] as const).map((type) => ({
+      // nft_meta.c NFT_META_IFTYPE reads skb->dev, which ip_output sets to the output device
+      // before postrouting: the node's own packet there has iiftype ether but no iif (index 0, no
+      // name). nftsim read iiftype from the iif, and 0 without one (seed 1945894348, case 617).
+      name: `meta iiftype of the node's own packet at postrouting (${type})`,
+      rulesets: [nft(`table ip t {\n  chain out {\n    type filter hook output priority 0; policy accept;\n    meta iiftype ether meta mark set mark or 0x20\n    meta iiftype 0 meta mark set mark or 0x40\n  }\n  chain post {\n    type ${type} hook postrouting priority 100; policy accept;\n    iifname "eth1" meta mark set mark or 0x1\n    meta iiftype ether meta mark set mark or 0x2\n    iifname != "e*" meta mark set mark or 0x4\n    meta iif 0 meta mark set mark or 0x8\n    meta iiftype 0 meta mark set mark or 0x10\n  }\n}\n`)],
+      packet: { src: '198.51.100.10', dst: '198.51.100.20', protocol: 'tcp', sport: 40001, dport: 80, skuid: 0, skgid: 0 } as const,
+    })),
     {
       // The lowering of --tcp-flags is `tcp flags & (syn | rst | ack) == syn`, a flag list as
       // operand: nftsim said "flag-list as a value: not modelled" and assumed no match.
