@@ -234,6 +234,8 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
       throw new NotModelled(`meta ${key} (the packet's time is not in the packet model)`);
     case 'iifkind':
     case 'oifkind':
+      // No device: NFT_BREAK (nft_meta_get_eval_kind); a device's kind is not known.
+      if ((key === 'iifkind' ? ctx.iif : ctx.oif) === undefined) return undefined;
       throw new NotModelled(`meta ${key} (interface kinds are not in the host model)`);
     default:
       throw new NotModelled(`meta ${key}`);

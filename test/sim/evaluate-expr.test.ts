@@ -113,7 +113,7 @@ describe('rt: the route the packet took (nft_rt.c)', () => {
 // nft_meta.c NFT_META_IFTYPE reads pkt->skb->dev: the input device until postrouting, where
 // ip_output has set it to the output device; none at output (NFT_BREAK). `oiftype` reads the
 // output device. Checked on Linux 6.18 (kernel row "meta iiftype of the node's own packet").
-describe('meta iiftype and oiftype: the device the packet is on', () => {
+describe('meta iiftype, oiftype and the interface kinds: the device the packet is on', () => {
   const SENT: PacketInput = { src: '192.0.2.10', dst: '198.51.100.7', dport: 443 };
   const TO_SELF: PacketInput = { src: '192.0.2.10', dst: '127.0.0.1', dport: 22 };
   it.each([
@@ -125,6 +125,9 @@ describe('meta iiftype and oiftype: the device the packet is on', () => {
     ['meta iiftype != ether', SENT, 'output', false], // … whatever the test
     ['meta oiftype ether', LOCAL, 'input', false],
     ['meta oiftype ether', SENT, 'output', true],
+    // nft_meta_get_eval_kind: no device breaks too (a device's kind is not in the host model).
+    ['meta iifkind "veth"', SENT, 'output', false],
+    ['meta oifkind "veth"', LOCAL, 'input', false],
   ] as const)('%s (%j) at %s → %s', (match, packet, hook, expected) => {
     expect(markedBy(match, packet, hook)).toBe(expected ? '0x00000001' : '0x00000000');
   });
