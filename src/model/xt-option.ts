@@ -49,6 +49,8 @@ export type XtOptionValue =
   | { readonly type: 'ranges'; readonly items: readonly NumberRange[] }
   | { readonly type: 'names'; readonly names: readonly string[] }
   | { readonly type: 'mark'; readonly value: number; readonly mask?: number }
+  /** A TOS byte under a mask, the mask filled in as iptables does (0xff, 0x3f for a name). */
+  | { readonly type: 'tos'; readonly value: number; readonly mask: number }
   | { readonly type: 'address'; readonly address: AddressSpec }
   | { readonly type: 'address-range'; readonly from: string; readonly to: string }
   | { readonly type: 'tcp-flags'; readonly mask: readonly string[]; readonly compare: readonly string[] }

@@ -430,9 +430,9 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
 }
 
 /** The IPv4 TOS byte or the IPv6 traffic class, DSCP and ECN together (what iptables' tos match
- * and TOS target read and write, ipv4_get_dsfield and ipv6_get_dsfield). */
+ * and TOS target read and write, ipv4_get_dsfield and ipv6_get_dsfield): the byte DSCP opens. */
 function trafficClassAt(ctx: SimContext): FieldLocation {
-  return { base: 'nh', offset: ctx.family === 'ip' ? 8 : 4, length: 8 };
+  return { base: 'nh', offset: FIELDS[ctx.family]!.dscp!.offset, length: 8 };
 }
 
 export function readTrafficClass(ctx: SimContext): number {

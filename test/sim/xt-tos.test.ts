@@ -2,6 +2,7 @@
 // byte or traffic class, DSCP and ECN together. Kernel rows "xt tos: …"
 // (test/kernel/differential-expressions.test.ts) check the same packets against the kernel.
 import { describe, expect, it } from 'vitest';
+import { parseRuleset } from '../../src/parser/parse-ruleset.js';
 import { simulateOne } from './helpers.js';
 
 const V4 = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'tcp', dport: 80 } as const;
@@ -59,10 +60,21 @@ describe('the TOS target', () => {
     expect(marked(['-j TOS --set-tos 0x04/0x0c', mark(1, '-m tos --tos 0x04/0xff')], V6)).toBe('0x00000001');
   });
 
-  it('says a value iptables refuses is not modelled', () => {
-    const outcome = simulateOne('*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j TOS --set-tos 0x100\nCOMMIT\n', V4);
+  // Read by the parser (libxtables xtopt_parse_tosmask): a value iptables refuses is an error
+  // at its place, as iptables-restore refuses the line.
+  it.each([
+    ['a value past a byte', '--set-tos 0x100', 'bad TOS value "0x100"'],
+    ['a mask past a byte', '--set-tos 0x10/0x1ff', 'bad TOS value "0x10/0x1ff"'],
+    ['an unknown name', '--set-tos Lowest-Cost', 'bad TOS value "Lowest-Cost"'],
+  ])('refuses %s', (_name, spec, message) => {
+    const { diagnostics } = parseRuleset(`*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j TOS ${spec}\nCOMMIT\n`, { file: 't.save' });
+    expect(diagnostics).toMatchObject([{ severity: 'error', message: `--set-tos: ${message}`, span: { line: 3, column: 32 } }]);
+  });
+
+  it('says a shortcut past a byte, which iptables refuses, is not modelled', () => {
+    const outcome = simulateOne('*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j TOS --or-tos 0x100\nCOMMIT\n', V4);
     expect(outcome.uncertain).toBe(true);
-    expect(outcome.trace.find((e) => e.kind === 'unsupported')?.reason).toContain("iptables --set-tos '0x100'");
+    expect(outcome.trace.find((e) => e.kind === 'unsupported')?.reason).toContain("iptables target TOS --or-tos '0x100'");
   });
 });
 

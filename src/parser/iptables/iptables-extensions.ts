@@ -15,6 +15,7 @@ export type ValueType =
   | 'port-list' // multiport: p[,p:q]…
   | 'names' // comma-separated keywords, checked against `allowed` when given
   | 'mark' // value[/mask]
+  | 'tos' // value[/mask] or a name of RFC 1349 (libxtables XTTYPE_TOSMASK)
   | 'address' // address[/prefix or /netmask]
   | 'address-range' // from-to
   | 'tcp-flags' // two arguments: mask and compare lists
@@ -160,7 +161,7 @@ const MATCHES: readonly ExtensionSpec[] = [
   defineExtension('ttl', ['ttl-eq number', 'ttl-lt number', 'ttl-gt number']),
   defineExtension('hl', ['hl-eq number', 'hl-lt number', 'hl-gt number']),
   defineExtension('dscp', ['dscp number', 'dscp-class string']),
-  defineExtension('tos', ['tos string']),
+  defineExtension('tos', ['tos tos']),
   defineExtension('helper', ['helper string']),
   defineExtension('string', ['algo string', 'from number', 'to number', 'string string', 'hex-string string', 'icase flag']),
   defineExtension('u32', ['u32 string']),
@@ -231,7 +232,7 @@ const TARGETS: readonly ExtensionSpec[] = [
   defineExtension('AUDIT', ['type string']),
   defineExtension('CLASSIFY', ['set-class string']),
   defineExtension('DSCP', ['set-dscp number', 'set-dscp-class string']),
-  defineExtension('TOS', ['set-tos string', 'and-tos number', 'or-tos number', 'xor-tos number']),
+  defineExtension('TOS', ['set-tos tos', 'and-tos number', 'or-tos number', 'xor-tos number']),
   defineExtension('TTL', ['ttl-set number', 'ttl-dec number', 'ttl-inc number']),
   defineExtension('HL', ['hl-set number', 'hl-dec number', 'hl-inc number']),
   defineExtension('SECMARK', ['selctx string']),

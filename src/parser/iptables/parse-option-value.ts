@@ -142,6 +142,27 @@ export function parseMark(text: string): Parsed<{ value: number; mask?: number }
   return mask === undefined ? { value } : { value, mask };
 }
 
+/** libxtables tos_symbol_names. */
+const TOS_NAMES: ReadonlyMap<string, number> = new Map([
+  ['minimize-delay', 0x10],
+  ['maximize-throughput', 0x08],
+  ['maximize-reliability', 0x04],
+  ['minimize-cost', 0x02],
+  ['normal-service', 0x00],
+]);
+
+/** `v`, `v/m` or a name (xtopt_parse_tosmask): a number alone has the mask 0xff, a name the
+ * tos match's and TOS target's (revision 1) `.max`, 0x3f, which leaves ECN alone (checked with
+ * iptables 1.8.9, whose save prints `0x10/0x3f` for `Minimize-Delay`). */
+function parseTos(text: string): Parsed<XtOptionValue> {
+  const named = TOS_NAMES.get(text.toLowerCase());
+  if (named !== undefined) return { type: 'tos', value: named, mask: 0x3f };
+  const slash = text.indexOf('/');
+  const value = parseUnsigned(slash < 0 ? text : text.slice(0, slash), 0xff);
+  const mask = slash < 0 ? 0xff : parseUnsigned(text.slice(slash + 1), 0xff);
+  return value === undefined || mask === undefined ? { error: `bad TOS value "${text}"` } : { type: 'tos', value, mask };
+}
+
 // libxt_limit.c parse_rate: the unit is matched by prefix of its full name.
 const RATE_UNITS: readonly (readonly [string, RateUnit])[] = [
   ['second', 'second'],
@@ -322,6 +343,8 @@ export function parseOptionValue(spec: OptionSpec, args: readonly string[]): Par
       const m = parseMark(a);
       return isParseError(m) ? m : { type: 'mark', ...m };
     }
+    case 'tos':
+      return parseTos(a);
     case 'address': {
       const addr = parseAddress(a);
       return isParseError(addr) ? addr : { type: 'address', address: addr };
