@@ -179,7 +179,7 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
       // (nft_meta.c NFT_META_IFTYPE, pkt->skb->dev): the input interface, then from postrouting
       // on the output interface (ip_output sets skb->dev before the hook), none at output; Linux
       // 6.18 matches `meta iiftype ether` at postrouting for the node's own packet, whose iif is 0.
-      const dev = key === 'oiftype' ? ctx.oif : ctx.hook === 'postrouting' ? ctx.oif : ctx.iif;
+      const dev = key === 'oiftype' || ctx.hook === 'postrouting' ? ctx.oif : ctx.iif;
       if (dev === undefined) return undefined;
       return dev === 'lo' ? 0x304n : 1n;
     }

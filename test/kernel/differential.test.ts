@@ -24,6 +24,7 @@ import { GENERATED_HOST, TCP_ENDINGS, arbitraryCase, flowOf, renderCase } from '
 import { DEFAULT_SEQ, type KernelPacket } from './harness/craft-packet.js';
 import { REPLY_SEQ, openKernelHarness, type KernelFlowPacket, type KernelHarness, type KernelHost, type KernelRuleset } from './harness/kernel-harness.js';
 import { findKernelSkipReason } from './helpers/network-namespace.mjs';
+import { COUNT_MARKS } from '../sim/helpers.js';
 
 const REQUIRED_TOOLS = ['ip', 'nft', 'iptables-nft-restore', 'python3', 'sysctl', 'stdbuf', 'nsenter'];
 const skipReason = findKernelSkipReason(REQUIRED_TOOLS);
@@ -283,20 +284,6 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
   const syn80 = { ...syn, dst: '198.51.100.20', dport: 80 } as const;
   // In the window conntrack saw: nftsim does not track sequence numbers, and assumes so.
   const ack80 = { ...syn80, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 } as const;
-  // Marks a connection's counts at prerouting: original packets 1 0x1, 2 0x2, 3 0x4; reply
-  // packets 1 0x8; bytes 84 0x10; avgpkt 28 0x20.
-  const COUNT_MARKS = `table ip t {
-  chain pre {
-    type filter hook prerouting priority 0; policy accept;
-    ct original packets 1 meta mark set mark or 0x1
-    ct original packets 2 meta mark set mark or 0x2
-    ct original packets 3 meta mark set mark or 0x4
-    ct reply packets 1 meta mark set mark or 0x8
-    ct bytes 84 meta mark set mark or 0x10
-    ct avgpkt 28 meta mark set mark or 0x20
-  }
-}
-`;
   // Marks what conntrack made of each packet at prerouting and output (related 0x1, direction
   // reply 0x2, invalid 0x4); forwarding takes only a new connection or what relates to one.
   const RELATED_MARKS = `table inet t {

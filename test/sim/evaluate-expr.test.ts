@@ -124,6 +124,7 @@ describe('meta iiftype, oiftype and the interface kinds: the device the packet i
     ['meta iiftype ether', SENT, 'output', false], // no device yet: NFT_BREAK …
     ['meta iiftype != ether', SENT, 'output', false], // … whatever the test
     ['meta oiftype ether', LOCAL, 'input', false],
+    ['meta oiftype != ether', LOCAL, 'input', false], // no output device: NFT_BREAK, not 0
     ['meta oiftype ether', SENT, 'output', true],
     // nft_meta_get_eval_kind: no device breaks too (a device's kind is not in the host model).
     ['meta iifkind "veth"', SENT, 'output', false],

@@ -17,6 +17,22 @@ export const HOST: HostInput = {
   ],
 };
 
+/** Marks a connection's counts at prerouting (nf_conn_acct, nft_ct_get_eval NFT_CT_PKTS, _BYTES,
+ * _AVGPKT): original packets 1 0x1, 2 0x2, 3 0x4; reply packets 1 0x8; bytes 84 0x10; avgpkt 28
+ * (a UDP packet's headers) 0x20. The kernel rows (test/kernel/differential.test.ts) run it too. */
+export const COUNT_MARKS = `table ip t {
+  chain pre {
+    type filter hook prerouting priority 0; policy accept;
+    ct original packets 1 meta mark set mark or 0x1
+    ct original packets 2 meta mark set mark or 0x2
+    ct original packets 3 meta mark set mark or 0x4
+    ct reply packets 1 meta mark set mark or 0x8
+    ct bytes 84 meta mark set mark or 0x10
+    ct avgpkt 28 meta mark set mark or 0x20
+  }
+}
+`;
+
 /** A forwarded TCP SYN from eth0's network to a pod. */
 export const FORWARDED: PacketInput = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', dport: 80 };
 /** A TCP SYN to the node itself. */

@@ -4,7 +4,7 @@ import { simulatePacket } from '../../src/sim/simulate-packet.js';
 import type { Outcome } from '../../src/sim/outcome.js';
 import { formatAddress, parseAddress } from '../../src/sim/address.js';
 import { pickRangeAddress } from '../../src/sim/pick-range-address.js';
-import { HOST, parse, steps } from './helpers.js';
+import { COUNT_MARKS, HOST, parse, steps } from './helpers.js';
 
 function flow(text: string, packets: FlowInput['packets'], options = {}) {
   const result = simulateFlow(parse(text), { host: HOST, packets }, options);
@@ -36,26 +36,16 @@ const OBSERVE = `table inet t {${SEEN('prerouting')}${SEEN('output')}\n}`;
 const UDP = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'udp', sport: 5555, dport: 9999 } as const;
 
 // nf_conn_acct: conntrack counts each packet of a connection as it attaches the entry, the
-// first when it makes it (nft_ct_get_eval NFT_CT_PKTS, _BYTES, _AVGPKT; a direction, or both
-// summed). Marks: original packets 1 0x1, 2 0x2, 3 0x4; reply packets 1 0x8; bytes 84 0x10;
-// avgpkt 28 (a UDP packet's headers) 0x20.
+// first when it makes it (helpers.ts COUNT_MARKS says the marks).
 describe("a connection's packet and byte counts", () => {
-  const COUNTS = `table ip t { chain pre { type filter hook prerouting priority 0; policy accept;
-    ct original packets 1 meta mark set mark or 0x1
-    ct original packets 2 meta mark set mark or 0x2
-    ct original packets 3 meta mark set mark or 0x4
-    ct reply packets 1 meta mark set mark or 0x8
-    ct bytes 84 meta mark set mark or 0x10
-    ct avgpkt 28 meta mark set mark or 0x20
-  } }`;
   it('counts every packet of a UDP flow, in its direction', () => {
-    expect(only(COUNTS, [UDP, UDP, { reply: true }, UDP]).map((o) => o.mark)).toEqual(['0x00000021', '0x00000022', '0x0000003a', '0x0000002c']);
+    expect(only(COUNT_MARKS, [UDP, UDP, { reply: true }, UDP]).map((o) => o.mark)).toEqual(['0x00000021', '0x00000022', '0x0000003a', '0x0000002c']);
   });
 
   // tcp_conntracks[0][syn][sES] is sIG: nf_conntrack_tcp_packet returns before counting it.
   it('does not count a TCP packet the state machine ignores', () => {
     const syn = { ...UDP, protocol: 'tcp', tcpFlags: 'syn' } as const;
-    const marks = only(COUNTS, [syn, { reply: true }, { ...syn, tcpFlags: 'ack' }, syn, { ...syn, tcpFlags: 'ack' }]).map((o) => o.mark);
+    const marks = only(COUNT_MARKS, [syn, { reply: true }, { ...syn, tcpFlags: 'ack' }, syn, { ...syn, tcpFlags: 'ack' }]).map((o) => o.mark);
     expect(marks.slice(2)).toEqual(['0x0000000a', '0x0000000a', '0x0000000c']);
   });
 });
