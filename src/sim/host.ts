@@ -4,6 +4,7 @@
 // understanding the simulator).
 
 import { familyBits, formatAddress, parseAddress, parseCidr, prefixMask, type Address, type AddressFamily, type Cidr } from './address.js';
+import { PrefixTable } from './prefix-table.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
 import { DEFAULT_RULES, isRuleMatching, LOCAL_TABLE, MAIN_TABLE, PLAIN_KEY, readRules, tableId, type HostRule, type RouteKey } from './route-rules.js';
 
@@ -245,55 +246,51 @@ export function formatCidr(cidr: Cidr): string {
   return `${formatAddress(cidr)}/${cidr.prefix}`;
 }
 
-/** A host's answers to the questions every packet asks of it, by family and address value:
- * which interface owns an address, and (under the default rules, which read nothing else of the
- * packet) its route. Working them out walks the host's lists with BigInt masks, a fifth of what
- * a packet cost through a ruleset without chains; a packet's addresses are mostly ones asked
- * about before. Bounded, as addresses come from packets. */
-interface HostAnswers {
-  readonly owners: Readonly<Record<AddressFamily, Map<bigint, HostInterface | null>>>;
-  readonly routes: Readonly<Record<AddressFamily, Map<bigint, HostRoute | null>>>;
+/** A host's addresses and routes as prefix tables, made once per host: which interface owns an
+ * address (its local routes), and the route of a table for it. */
+interface HostTables {
+  readonly owners: Readonly<Record<AddressFamily, PrefixTable<HostInterface>>>;
+  /** By routing table, then family. */
+  readonly routes: ReadonlyMap<string, Readonly<Record<AddressFamily, PrefixTable<HostRoute>>>>;
 }
 
-const answersByHost = new WeakMap<Host, HostAnswers>();
-const MAX_ANSWERS = 4096;
+const tablesByHost = new WeakMap<Host, HostTables>();
 
-function answersOf(host: Host): HostAnswers {
-  let answers = answersByHost.get(host);
-  if (!answers) {
-    answers = { owners: { ip: new Map(), ip6: new Map() }, routes: { ip: new Map(), ip6: new Map() } };
-    answersByHost.set(host, answers);
+function tablesOf(host: Host): HostTables {
+  let tables = tablesByHost.get(host);
+  if (!tables) {
+    tables = buildTables(host);
+    tablesByHost.set(host, tables);
   }
-  return answers;
+  return tables;
 }
 
-/** The answer kept for `n`, or `find`'s, kept. */
-function remembered<T>(answers: Map<bigint, T | null>, n: bigint, find: () => T | undefined): T | undefined {
-  let answer = answers.get(n);
-  if (answer === undefined) {
-    answer = find() ?? null;
-    if (answers.size >= MAX_ANSWERS) answers.clear();
-    answers.set(n, answer);
-  }
-  return answer ?? undefined;
-}
-
-/** The interface owning `address` as a local address (127/8 and ::1 are lo's). */
-export function localInterfaceOf(host: Host, address: Address): HostInterface | undefined {
-  return remembered(answersOf(host).owners[address.family], address.n, () => findLocalInterface(host, address));
-}
-
-function findLocalInterface(host: Host, address: Address): HostInterface | undefined {
+function buildTables(host: Host): HostTables {
+  const owners = { ip: new PrefixTable<HostInterface>('ip'), ip6: new PrefixTable<HostInterface>('ip6') };
   for (const iface of host.interfaces) {
     for (const a of iface.addresses) {
-      if (a.family !== address.family) continue;
-      if (a.n === address.n) return iface;
+      owners[a.family].add(a.n, familyBits(a.family), iface);
       // The kernel's local route for 127.0.0.1/8 covers the whole prefix (fib_add_ifaddr adds
       // a local route for the prefix of a loopback address).
-      if (iface.name === 'lo' && (address.n & prefixMask(familyBits(a.family), a.prefix)) === (a.n & prefixMask(familyBits(a.family), a.prefix))) return iface;
+      if (iface.name === 'lo') owners[a.family].add(a.n, a.prefix, iface);
     }
   }
-  return undefined;
+  const routes = new Map<string, Record<AddressFamily, PrefixTable<HostRoute>>>();
+  for (const route of host.routes) {
+    let table = routes.get(route.table);
+    if (!table) {
+      table = { ip: new PrefixTable('ip'), ip6: new PrefixTable('ip6') };
+      routes.set(route.table, table);
+    }
+    table[route.dst.family].add(route.dst.n, route.dst.prefix, route);
+  }
+  return { owners, routes };
+}
+
+/** The interface owning `address` as a local address (127/8 and ::1 are lo's): the most specific
+ * of the local routes, as the kernel's local table answers. */
+export function localInterfaceOf(host: Host, address: Address): HostInterface | undefined {
+  return tablesOf(host).owners[address.family].lookup(address.n);
 }
 
 /** Whether the host's local table has a broadcast route for the IPv4 address: the limited
@@ -388,11 +385,6 @@ function isSubnetBroadcast(addresses: readonly Cidr[], address: Address): boolea
  * default ones without them), for what `key` says of the packet; undefined when there is none or
  * the lookup ends in a route or rule that drops. */
 export function lookupRoute(host: Host, address: Address, key: RouteKey = PLAIN_KEY): HostRoute | undefined {
-  if (host.rules?.[address.family] === undefined) return remembered(answersOf(host).routes[address.family], address.n, () => findRoute(host, address, key));
-  return findRoute(host, address, key);
-}
-
-function findRoute(host: Host, address: Address, key: RouteKey): HostRoute | undefined {
   const rules = host.rules?.[address.family];
   // fib_rules_lookup: the first rule that matches and gives a route; the local table (local
   // addresses) was consulted before, by the caller. The default rules match every packet.
@@ -411,14 +403,7 @@ function findRoute(host: Host, address: Address, key: RouteKey): HostRoute | und
 
 /** The longest prefix of `table` holding `address` (fib_table_lookup). */
 function tableRoute(host: Host, table: string, address: Address): HostRoute | undefined {
-  let best: HostRoute | undefined;
-  for (const route of host.routes) {
-    if (route.dst.family !== address.family || route.table !== table) continue;
-    const mask = prefixMask(familyBits(address.family), route.dst.prefix);
-    if ((address.n & mask) !== (route.dst.n & mask)) continue;
-    if (!best || route.dst.prefix > best.dst.prefix) best = route;
-  }
-  return best;
+  return tablesOf(host).routes.get(table)?.[address.family].lookup(address.n);
 }
 
 /** The interface's primary address of `family` (the first listed), as masquerade picks it
