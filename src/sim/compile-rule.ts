@@ -3,8 +3,10 @@
 // which the garbage collector does not scan), and runCompiledRule runs them. A kube-proxy ruleset
 // has hundreds of thousands of rules, most of them met by a few packets only, and cold in memory
 // when they are: what a compiled rule keeps must be small and must not be objects (a closure per
-// statement added more garbage collection than it saved), and compiling reads no more of a rule
-// than its statements (its location is made when it first matches).
+// statement added more garbage collection than it saved), and compiling reads all that a packet
+// will need of a rule (its location, the plan of its NAT, the target of its jump), so that running
+// it reads the rule no more: by the time a packet first matches it or takes its jump, the rule is
+// cold in memory again.
 //
 // Compiled: matches of an integer field of at most 32 bits (header fields, meta and ct keys, fib
 // types, with `&`/`|`/`^` and constants) against constants, prefixes, ranges, flag lists and
@@ -18,7 +20,7 @@
 // interpreter does for its statement, in its order: it breaks where evaluateExpr does, and throws
 // NotModelled where it would.
 
-import type { Expr, MatchStmt, NatStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
+import type { Expr, MatchStmt, Relational, Rule, SetLiteral, SetRef, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
 import { prefixMask } from './address.js';
 import { constantOf, prefixBits, randomProbability } from './evaluate-expr.js';
@@ -43,9 +45,8 @@ import type { Loc, TraceEvent } from './outcome.js';
 import { currentRule, locOf, NotModelled, type SimContext } from './sim-context.js';
 
 /** The code of every compiled rule of one ruleset, appended as rules are compiled. A rule's code
- * opens with the number of its location in `locs` (-1 until the rule first matches), so that its
- * trace events share one Loc and read nothing else of the rule, then what its last trace event
- * was made for (HEADER).
+ * opens with the number of its location in `locs`, so that its trace events share one Loc and
+ * read nothing else of the rule, then what its last trace event was made for (HEADER).
  *
  * The code is written into chunks that never move, each rule's inside one chunk, and a rule's
  * offset says which (chunkOf, atOf). A single buffer grown by doubling copied all the code at each
@@ -56,7 +57,7 @@ export interface CodeArena {
   readonly chunks: Int32Array[];
   /** How much of the last chunk is written. */
   used: number;
-  /** The locations of the compiled rules that matched, by their header's number. */
+  /** The locations of the compiled rules, by their header's number. */
   readonly locs: Loc[];
   /** For the rule of location number n: at 2n its last trace event, at 2n + 1 the result it was
    * made for (knownRuleEvent; evaluate-chain.ts shares the event with the next packet that makes
@@ -68,11 +69,14 @@ export interface CodeArena {
    * service chain's random branches are compiled by the packets that pass them, and one takes
    * one of them. */
   readonly jumps: (RuleResult | undefined)[];
+  /** The jump and goto statements of JUMP instructions, by their operand: what jumpAt resolves,
+   * kept at compile time so that the first packet to take a jump does not read the rule again
+   * (it is cold in memory by then: a tenth of a first pass went to reading rules again). */
+  readonly jumpStmts: VerdictStmt[];
   /** The sets of LOOKUP and VMAP instructions, by their slot, resolved when first needed. */
   readonly sets: (ResolvedLookup | undefined)[];
-  /** The plans of NAT instructions, by their operand, planned when a packet first reaches the
-   * statement. */
-  readonly nats: (NatPlan | undefined)[];
+  /** The plans of NAT instructions, by their operand, planned at compile time. */
+  readonly nats: NatPlan[];
   /** The branch weights of CHOOSE instructions, by their operand: [p, 1 - p], one per
    * probability (`byProbability`), which a chooser only reads. */
   readonly weights: (readonly number[])[];
@@ -80,7 +84,7 @@ export interface CodeArena {
 }
 
 export function createCodeArena(): CodeArena {
-  return { chunks: [new Int32Array(FIRST_CHUNK)], used: 0, locs: [], events: [], jumps: [], sets: [], nats: [], weights: [], byProbability: new Map() };
+  return { chunks: [new Int32Array(FIRST_CHUNK)], used: 0, locs: [], events: [], jumps: [], jumpStmts: [], sets: [], nats: [], weights: [], byProbability: new Map() };
 }
 
 // A rule's offset is its chunk's number above AT_BITS, its place in the chunk below. Offsets are
@@ -119,23 +123,15 @@ function append(arena: CodeArena, code: readonly number[]): number {
   return ((chunks.length - 1) << AT_BITS) | at;
 }
 
-/** [location number (-1: not made yet), the mark its last trace event was made for (as an
- * int32), the number of that event's base chain entry (HookEntry.id; -1: none yet)]: before a
- * rule's instructions. */
+/** [location number, the mark its last trace event was made for (as an int32), the number of
+ * that event's base chain entry (HookEntry.id; -1: none yet)]: before a rule's instructions. */
 const HEADER = 3;
 
-/** The number of the current rule's (ctx) location in `locs`, compiled at `start`: one object
- * per rule, shared by its events (a Loc is never changed once made). */
-export function compiledLocId(arena: CodeArena, start: number, ctx: SimContext): number {
-  const buf = chunkOf(arena, start);
-  const at = atOf(start);
-  const known = buf[at]!;
-  if (known >= 0) return known;
-  const id = arena.locs.length;
-  arena.locs.push(locOf(currentRule(ctx)!));
-  arena.events.push(undefined, undefined);
-  buf[at] = id;
-  return id;
+/** The number of the location in `locs` of the rule compiled at `start`: one object per rule,
+ * made with its code (its span is in memory then, cold when the rule first matches), shared by
+ * its events (a Loc is never changed once made). */
+export function compiledLocId(arena: CodeArena, start: number): number {
+  return chunkOf(arena, start)[atOf(start)]!;
 }
 
 /** The last trace event of the compiled rule at `start` (location number `id`) when it was made
@@ -160,8 +156,8 @@ export function keepRuleEvent(arena: CodeArena, start: number, id: number, mark:
   arena.events[2 * id + 1] = result;
 }
 
-function compiledLoc(arena: CodeArena, start: number, ctx: SimContext): Loc {
-  return arena.locs[compiledLocId(arena, start, ctx)]!;
+function compiledLoc(arena: CodeArena, start: number): Loc {
+  return arena.locs[compiledLocId(arena, start)]!;
 }
 
 // Instructions: the opcode, the statement's position in its rule (stmtAt: what the instruction
@@ -231,10 +227,9 @@ function lengthOf(buf: Int32Array, pc: number): number {
 }
 
 /** Compiles `rule` into the arena; its code's offset, -1 when the code fits no chunk (the rule
- * is interpreted then). Reads no more of the rule than its statements need: most rules of a big
- * ruleset are cold in memory when first compiled. */
+ * is interpreted then). */
 export function compileRule(rule: Rule, arena: CodeArena): number {
-  const out: number[] = [-1, 0, -1];
+  const out: number[] = [arena.locs.length, 0, -1];
   const stmts = rule.stmts;
   for (let i = 0; i < stmts.length; i++) {
     const stmt = stmts[i]!;
@@ -246,7 +241,12 @@ export function compileRule(rule: Rule, arena: CodeArena): number {
     }
   }
   out.push(END);
-  return append(arena, out);
+  const start = append(arena, out);
+  if (start >= 0) {
+    arena.locs.push(locOf(rule));
+    arena.events.push(undefined, undefined);
+  }
+  return start;
 }
 
 function pushU32(out: number[], e: U32Expr): void {
@@ -291,7 +291,7 @@ function compileStmt(stmt: Stmt, k: number, rule: Rule, arena: CodeArena, out: n
       return compileXtMatch(stmt, k, arena, out);
     case 'nat':
       out.push(NAT, k, arena.nats.length);
-      arena.nats.push(undefined);
+      arena.nats.push(planNat(stmt));
       return true;
     default:
       return false;
@@ -300,12 +300,15 @@ function compileStmt(stmt: Stmt, k: number, rule: Rule, arena: CodeArena, out: n
 
 /** A verdict: one without a target is its result; a jump or goto is resolved when a packet
  * first takes it (jumpAt). */
-function compileVerdict(stmt: Extract<Stmt, { kind: 'verdict' }>, k: number, arena: CodeArena, out: number[]): boolean {
+type VerdictStmt = Extract<Stmt, { kind: 'verdict' }>;
+
+function compileVerdict(stmt: VerdictStmt, k: number, arena: CodeArena, out: number[]): boolean {
   const name = stmt.verdict;
   if (name === 'jump' || name === 'goto') {
     if (stmt.target === undefined) return false;
     out.push(JUMP, k, arena.jumps.length);
     arena.jumps.push(undefined);
+    arena.jumpStmts.push(stmt);
     return true;
   }
   // A name the interpreter does not know (a model built by hand) stays with it: it throws.
@@ -536,11 +539,11 @@ function lookupAt(arena: CodeArena, slot: number, k: number, ctx: SimContext): R
   return resolved;
 }
 
-/** The result of the JUMP of statement k, in slot `slot`: the target's one result for the verb,
- * or, for a chain the table does not have, one without an index, which evaluate-chain.ts reports
- * at every run (verdictResult). */
-function jumpAt(arena: CodeArena, slot: number, k: number, ctx: SimContext): RuleResult {
-  const stmt = stmtAt(ctx, k) as Extract<Stmt, { kind: 'verdict' }>;
+/** The result of the JUMP in slot `slot`: the target's one result for the verb, or, for a chain
+ * the table does not have, one without an index, which evaluate-chain.ts reports at every run
+ * (verdictResult). */
+function jumpAt(arena: CodeArena, slot: number, ctx: SimContext): RuleResult {
+  const stmt = arena.jumpStmts[slot]!;
   return (arena.jumps[slot] = verdictResult(stmt.verdict, stmt.target, ctx));
 }
 
@@ -585,11 +588,9 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
           case RESULT:
             return PLAIN_RESULTS[RESULT_CODES[buf[pc + 2]!]!];
           case JUMP:
-            return arena.jumps[buf[pc + 2]!] ?? jumpAt(arena, buf[pc + 2]!, buf[pc + 1]!, ctx);
+            return arena.jumps[buf[pc + 2]!] ?? jumpAt(arena, buf[pc + 2]!, ctx);
           case NAT: {
-            const slot = buf[pc + 2]!;
-            const plan = arena.nats[slot] ?? (arena.nats[slot] = planNat(stmtAt(ctx, buf[pc + 1]!) as NatStmt));
-            const verdict = setUpNat(plan, ctx, compiledLoc(arena, start, ctx));
+            const verdict = setUpNat(arena.nats[buf[pc + 2]!]!, ctx, compiledLoc(arena, start));
             return verdict ? resultOf(verdict) : NO_MATCH;
           }
           case MARK_SET: {

@@ -84,7 +84,7 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
     const result: RuleResult = start >= 0 ? runCompiledRule(arena, start, ctx) : evaluateRule(chain.rules[position]!, ctx);
     if (!result.matched) continue;
     if (start >= 0) {
-      const id = compiledLocId(arena, start, ctx);
+      const id = compiledLocId(arena, start);
       ctx.trace.push(knownRuleEvent(arena, start, id, ctx.pkt.mark, entry.id, result) ?? newRuleEvent(arena, start, id, ctx, entry, result));
     } else ctx.trace.push(eventOf(undefined, ctx, entry, 'rule', result.verdict.text, locOf(chain.rules[position]!)));
     const name = result.name;
