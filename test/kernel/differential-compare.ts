@@ -126,19 +126,26 @@ export function findDisagreements(kernel: KernelResult, outcome: Outcome, packet
 function findNatDisagreements(outcome: Outcome, packet: KernelPacket, seen: NonNullable<KernelResult['delivered']>): string[] {
   const problems: string[] = [];
   const sides = new Set(outcome.nat.map(natSide));
+  const p = outcome.packet;
   for (const nat of outcome.nat) {
     const target = parseNatTarget(nat.to);
     const isDestination = natSide(nat) === 'dst';
     const address = isDestination ? seen.dst : seen.src;
     const port = isDestination ? seen.dport : seen.sport;
-    if (target.address !== address) problems.push(`${nat.type} to ${nat.to}: the kernel's packet has ${address}`);
-    if (target.port !== undefined && !isPortMatching(target.port, port)) problems.push(`${nat.type} to ${nat.to}: the kernel's packet has port ${String(port)}`);
+    // A statement after the NAT may set what it set (`tcp dport set` at postrouting after a reply
+    // got its destination back at output): then nftsim's own packet differs from the event too,
+    // and the packets themselves are compared (findDisagreements).
+    const ownAddress = isDestination ? p.dst : p.src;
+    const ownPort = isDestination ? p.dport : p.sport;
+    if (target.address !== address && target.address === ownAddress) problems.push(`${nat.type} to ${nat.to}: the kernel's packet has ${address}`);
+    if (target.port !== undefined && !isPortMatching(target.port, port) && String(target.port) === String(ownPort)) {
+      problems.push(`${nat.type} to ${nat.to}: the kernel's packet has port ${String(port)}`);
+    }
   }
   // An ICMP echo's identifier NAT rewrote is compared with the packet (findDisagreements). A side
   // nftsim's packet shows rewritten too (a payload statement did it, which the kernel's trace
   // shows as the rule's match) is compared there.
   const ported = packet.protocol === 'tcp' || packet.protocol === 'udp';
-  const p = outcome.packet;
   const changed = (side: 'src' | 'dst', to: { readonly src: string; readonly dst: string; readonly sport?: number | string; readonly dport?: number | string }): boolean => {
     const port = side === 'src' ? 'sport' : 'dport';
     return to[side] !== packet[side] || (ported && packet[port] !== undefined && String(to[port]) !== String(packet[port]));

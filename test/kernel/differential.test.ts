@@ -1144,6 +1144,23 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows as the gen
     const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, rulesets, [packet, { reply: true }, packet], 'asSent');
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
   });
+
+  // The node's reply to a connection SNATed at input gets its destination back at output, and a
+  // postrouting chain before the NAT hook then sets its port: the packet leaves with that port,
+  // not the NAT's. The harness compared the NAT event with the packet that left (seed 906162277,
+  // case 813), where nftsim's packet agreed with the kernel's.
+  it('a reply un-SNATed at output, its port set at postrouting after', async () => {
+    const rulesets = [
+      {
+        kind: 'nft',
+        text: 'table inet t0 {\n  chain b0 {\n    type nat hook input priority 100; policy accept;\n    snat ip to 192.0.2.99\n  }\n}\ntable ip t1 {\n  chain b0 {\n    type filter hook postrouting priority -300; policy accept;\n    tcp sport != 40000 tcp dport set 8080\n  }\n}\n',
+        file: 'n.nft',
+      },
+    ] as const;
+    const packet = { iif: 'eth1', src: '198.51.100.20', dst: '198.51.100.10', protocol: 'tcp', sport: 443, dport: 80 } as const;
+    const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, rulesets, [packet, { reply: true }], 'asSent');
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
 });
 
 describe.skipIf(skipReason !== undefined)('kernel-differential: a SYN whose reply conntrack never saw', () => {
