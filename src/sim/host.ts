@@ -298,7 +298,10 @@ export function localInterfaceOf(host: Host, address: Address): HostInterface | 
  * address with a prefix shorter than /31). */
 export function isBroadcastAddress(host: Host, address: Address): boolean {
   if (!mayBeBroadcast(address)) return false;
-  return address.n === LIMITED_BROADCAST || host.interfaces.some((iface) => isSubnetBroadcast(iface.addresses, address));
+  if (address.n === LIMITED_BROADCAST) return true;
+  // Loops, not some() and find() with a closure: the routing decision asks for most packets.
+  for (const iface of host.interfaces) if (isSubnetBroadcast(iface.addresses, address)) return true;
+  return false;
 }
 
 /** PACKET_HOST, PACKET_BROADCAST, PACKET_MULTICAST (include/uapi/linux/if_packet.h). */
@@ -414,8 +417,11 @@ export function primaryAddress(host: Host, ifname: string, family: AddressFamily
 
 /** The addresses of interface `ifname`, none for an interface the host does not have. */
 export function addressesOf(host: Host, ifname: string): readonly Cidr[] {
-  return host.interfaces.find((iface) => iface.name === ifname)?.addresses ?? [];
+  for (const iface of host.interfaces) if (iface.name === ifname) return iface.addresses;
+  return NO_ADDRESSES;
 }
+
+const NO_ADDRESSES: readonly Cidr[] = [];
 
 /** The address `redirect` sends a received IPv6 packet to (nf_nat_redirect_ipv6): the first of
  * the input interface's addresses of the destination's scope; undefined when it has none (the

@@ -76,16 +76,16 @@ export function simulateResolved(ruleset: Ruleset, host: Host, packet: Packet, o
   const index = indexOf(ruleset);
   // A single packet does not fill the conntrack table (runPacket's RunHow): one empty table
   // serves every run; the dynamic sets are the run's own.
-  return enumerateBranches(options, (choose) => runPacket(index, host, packet, SINGLE_PACKET, { conntrack: UNUSED_TABLE, dynamicSets: new Map() }, choose).outcome).map(
-    // The outcome is this run's own new object: completed in place, with `probability` last as
-    // a spread would put it (copying it was a twentieth of the time of a packet, and
-    // Object.assign from a new object a twentieth of a packet's through no chain).
-    ({ probability, value }): Outcome => {
-      const outcome = value as Mutable<Outcome>;
-      outcome.probability = probability;
-      return outcome;
-    },
-  );
+  return enumerateBranches(options, (choose) => runPacket(index, host, packet, SINGLE_PACKET, { conntrack: UNUSED_TABLE, dynamicSets: new Map() }, choose).outcome).map(withProbability);
+}
+
+/** The outcome is its run's own new object: completed in place, with `probability` last as a
+ * spread would put it (copying it was a twentieth of the time of a packet, and Object.assign
+ * from a new object a twentieth of a packet's through no chain). */
+function withProbability({ probability, value }: { probability: number; value: Omit<Outcome, 'probability'> }): Outcome {
+  const outcome = value as Mutable<Outcome>;
+  outcome.probability = probability;
+  return outcome;
 }
 
 const UNUSED_TABLE = new ConntrackTable();
