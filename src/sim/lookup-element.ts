@@ -16,6 +16,7 @@ import { prefixMask } from './address.js';
 import { areIndexesOn } from './chain-index.js';
 import { constantOf, isEqual, matchesKey, namedSet, type RtValue } from './evaluate-expr.js';
 import type { RuleResult } from './evaluate-stmt.js';
+import { PositionTable } from './position-table.js';
 import type { SimContext } from './sim-context.js';
 
 /** A value to look up: an RtValue, or as compiled rules read it (compile-rule.ts) an integer
@@ -109,7 +110,7 @@ interface Interval {
 type ExactMap = Map<number | bigint | string, number | ExactMap>;
 
 /** Concatenations of integers below 2^32 (kube-proxy's `ip . proto . port`): by a hash of their
- * parts (one Map lookup, no Map per part), each candidate checked part by part. */
+ * parts (one table lookup, no Map per part), each candidate checked part by part. */
 interface TupleIndex {
   readonly width: number;
   /** The parts of the i-th tuple at i × width. */
@@ -117,19 +118,24 @@ interface TupleIndex {
   /** The i-th tuple's position among the elements. */
   readonly positions: Int32Array;
   /** Hash → the tuples (i) with it, ascending. */
-  readonly byHash: Map<number, number | number[]>;
+  readonly byHash: PositionTable;
 }
 
+/** Every field present, for one shape: the lookups of a packet read several sets' indexes. */
 interface SetIndex {
   /** The type of the exact elements' keys (shapeOf), undefined when there are none. */
-  readonly exactShape?: string;
+  readonly exactShape: string | undefined;
   readonly exact: ExactMap;
+  /** Instead of `exact`, when every exact element is an integer below 2^32: value → first
+   * position, in one array (a Map of a kube-proxy set's ten thousand addresses read three places
+   * in memory per lookup, position-table.ts). */
+  readonly numbers: PositionTable | undefined;
   /** Instead of `exact`, when every exact element is a concatenation of such integers. */
-  readonly tuples?: TupleIndex;
+  readonly tuples: TupleIndex | undefined;
   /** Non-overlapping, by ascending `low`. */
   readonly intervals: readonly Interval[];
   /** A value at or above this has bits a prefix element's mask ignores: scanned instead. */
-  readonly intervalLimit?: bigint;
+  readonly intervalLimit: bigint | undefined;
   /** Positions of the elements only the scan can test, ascending. */
   readonly rest: readonly number[];
 }
@@ -213,7 +219,7 @@ function hashParts(parts: ArrayLike<number>, from: number, width: number): numbe
     h = Math.imul(h ^ parts[from + i]!, 0x01000193);
     h ^= h >>> 15;
   }
-  return h;
+  return h >>> 0;
 }
 
 /** The tuple's parts as numbers, undefined when one is not an integer below 2^32 (no tuple of
@@ -280,11 +286,15 @@ function buildTupleIndex(values: readonly (readonly RtValue[])[], positions: rea
       if (!isSame(known, i)) byHash.set(h, [known, i]);
     } else if (!known.some((k) => isSame(k, i))) known.push(i);
   }
-  return { width, parts, positions: Int32Array.from(positions), byHash };
+  return { width, parts, positions: Int32Array.from(positions), byHash: new PositionTable(byHash) };
 }
 
 function findExact(index: SetIndex, value: LookupValue): number | undefined {
   if (index.tuples) return typeof value === 'object' ? findTuple(index.tuples, value as readonly LookupValue[]) : undefined;
+  if (index.numbers) {
+    const key = typeof value === 'number' ? value : keyOf(value);
+    return typeof key === 'number' ? (index.numbers.get(key) as number | undefined) : undefined;
+  }
   const exact = index.exact;
   if (typeof value !== 'object') {
     const found = exact.get(keyOf(value)!);
@@ -395,6 +405,19 @@ function buildSetIndex(elements: readonly ElementExpr[]): SetIndex {
     intervalLimit = undefined;
   }
   const tuples = exactValues.every((value) => Array.isArray(value)) ? buildTupleIndex(exactValues as (readonly RtValue[])[], exactPositions) : undefined;
-  if (!tuples) exactValues.forEach((value, i) => addExact(exact, value, exactPositions[i]!));
-  return { ...(exactShape !== undefined && { exactShape }), exact, ...(tuples && { tuples }), intervals, ...(intervalLimit !== undefined && { intervalLimit }), rest };
+  const numbers = tuples ? undefined : buildNumberIndex(exactValues, exactPositions);
+  if (!tuples && !numbers) exactValues.forEach((value, i) => addExact(exact, value, exactPositions[i]!));
+  return { exactShape, exact, numbers, tuples, intervals, intervalLimit, rest };
+}
+
+/** The first position of each exact value, when all of them are integers below 2^32. */
+function buildNumberIndex(values: readonly RtValue[], positions: readonly number[]): PositionTable | undefined {
+  if (values.length === 0) return undefined;
+  const first = new Map<number, number>();
+  for (let i = 0; i < values.length; i++) {
+    const key = keyOf(values[i]!);
+    if (typeof key !== 'number') return undefined;
+    if (!first.has(key)) first.set(key, positions[i]!);
+  }
+  return new PositionTable(first);
 }

@@ -1,8 +1,9 @@
-// The rule positions of an indexed run by a numeric key (chain-index.ts): an open-addressing hash
-// table in one Float64Array, each key beside its value. A Map of a kube-proxy chain's ten thousand
-// service addresses is a bucket array, an entry table and, for a key from 2^31 on (every address
-// from 128.0.0.0), a heap number per key: a lookup read three places in memory, cold when the
-// packets go to many services, where this reads one.
+// Positions by a numeric key: of the rules of an indexed run (chain-index.ts), of the elements of
+// a set (lookup-element.ts). An open-addressing hash table in one Float64Array, each key beside
+// its value. A Map of a kube-proxy chain's ten thousand service addresses is a bucket array, an
+// entry table and, for a key from 2^31 on (every address from 128.0.0.0), a heap number per key: a
+// lookup read three places in memory, cold when the packets go to many services, where this reads
+// one.
 
 /** What a slot's key is when the slot is empty (no key is NaN: keys are integers). */
 const EMPTY = NaN;
@@ -32,7 +33,7 @@ export class PositionTable {
     }
   }
 
-  /** The position, or the ascending positions, of the rules keyed by `key`. */
+  /** The position, or the ascending positions, keyed by `key`. */
   get(key: number): number | readonly number[] | undefined {
     const slots = this.slots;
     let slot = hashOf(key) & this.mask;
