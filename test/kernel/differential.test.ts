@@ -277,8 +277,10 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: a kube-proxy nft
   });
 });
 
+/** One nft listing as a case's rulesets. */
+const rules = (body: string) => [{ kind: 'nft', text: body, file: 'flow.nft' }] as const;
+
 describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later packets meet the conntrack entry of the first)', () => {
-  const rules = (body: string) => [{ kind: 'nft', text: body, file: 'flow.nft' }] as const;
   const syn = { iif: 'eth0', src: '192.0.2.1', protocol: 'tcp', sport: 40000, tcpFlags: 'syn' } as const;
   const udp = { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 } as const;
   const syn80 = { ...syn, dst: '198.51.100.20', dport: 80 } as const;
@@ -1150,13 +1152,9 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows as the gen
   // not the NAT's. The harness compared the NAT event with the packet that left (seed 906162277,
   // case 813), where nftsim's packet agreed with the kernel's.
   it('a reply un-SNATed at output, its port set at postrouting after', async () => {
-    const rulesets = [
-      {
-        kind: 'nft',
-        text: 'table inet t0 {\n  chain b0 {\n    type nat hook input priority 100; policy accept;\n    snat ip to 192.0.2.99\n  }\n}\ntable ip t1 {\n  chain b0 {\n    type filter hook postrouting priority -300; policy accept;\n    tcp sport != 40000 tcp dport set 8080\n  }\n}\n',
-        file: 'n.nft',
-      },
-    ] as const;
+    const rulesets = rules(
+      'table inet t0 {\n  chain b0 {\n    type nat hook input priority 100; policy accept;\n    snat ip to 192.0.2.99\n  }\n}\ntable ip t1 {\n  chain b0 {\n    type filter hook postrouting priority -300; policy accept;\n    tcp sport != 40000 tcp dport set 8080\n  }\n}\n',
+    );
     const packet = { iif: 'eth1', src: '198.51.100.20', dst: '198.51.100.10', protocol: 'tcp', sport: 443, dport: 80 } as const;
     const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, rulesets, [packet, { reply: true }], 'asSent');
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
