@@ -4,6 +4,7 @@
 // understanding the simulator).
 
 import { familyBits, formatAddress, parseAddress, parseCidr, prefixMask, type Address, type AddressFamily, type Cidr } from './address.js';
+import { memoByObject } from './memo-by-object.js';
 import { PrefixTable } from './prefix-table.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
 import { DEFAULT_RULES, isRuleMatching, LOCAL_TABLE, MAIN_TABLE, PLAIN_KEY, readRules, tableId, type HostRule, type RouteKey } from './route-rules.js';
@@ -254,16 +255,7 @@ interface HostTables {
   readonly routes: ReadonlyMap<string, Readonly<Record<AddressFamily, PrefixTable<HostRoute>>>>;
 }
 
-const tablesByHost = new WeakMap<Host, HostTables>();
-
-function tablesOf(host: Host): HostTables {
-  let tables = tablesByHost.get(host);
-  if (!tables) {
-    tables = buildTables(host);
-    tablesByHost.set(host, tables);
-  }
-  return tables;
-}
+const tablesOf = memoByObject(buildTables);
 
 function buildTables(host: Host): HostTables {
   const owners = { ip: new PrefixTable<HostInterface>('ip'), ip6: new PrefixTable<HostInterface>('ip6') };

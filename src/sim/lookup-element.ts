@@ -16,6 +16,7 @@ import { prefixMask } from './address.js';
 import { areIndexesOn } from './chain-index.js';
 import { constantOf, isEqual, matchesKey, namedSet, type RtValue } from './evaluate-expr.js';
 import type { RuleResult } from './evaluate-stmt.js';
+import { memoByObject } from './memo-by-object.js';
 import { PositionTable } from './position-table.js';
 import type { SimContext } from './sim-context.js';
 
@@ -82,14 +83,8 @@ function findAdded(named: NamedSet, set: SetRef, value: LookupValue, ctx: SimCon
 
 const NO_ELEMENTS: readonly ElementExpr[] = [];
 
-function setIndexOf(elements: readonly ElementExpr[]): SetIndex {
-  let index = setIndexes.get(elements);
-  if (!index) {
-    index = buildSetIndex(elements);
-    setIndexes.set(elements, index);
-  }
-  return index;
-}
+// Built on first use, once per element list of a parsed ruleset.
+const setIndexOf = memoByObject(buildSetIndex);
 
 /** The RtValue of a lookup value: numbers become BigInts again. */
 function toRtValue(value: LookupValue): RtValue {
@@ -139,9 +134,6 @@ interface SetIndex {
   /** Positions of the elements only the scan can test, ascending. */
   readonly rest: readonly number[];
 }
-
-// Built on first use, once per element list of a parsed ruleset.
-const setIndexes = new WeakMap<readonly ElementExpr[], SetIndex>();
 
 function findPosition(index: SetIndex, elements: readonly ElementExpr[], value: LookupValue, lhs: Expr, ctx: SimContext): number {
   let best = elements.length;

@@ -9,6 +9,7 @@ import { natField } from './unique-tuple.js';
 import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { entrylessState, L4_NUMBERS, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
+import { memoByObject } from './memo-by-object.js';
 import { buildHookIndex, chainsAt, STAGES, type HookIndex, type HookStage } from './pipeline.js';
 import type { InputError } from './read-fields.js';
 import { deliverTcp, openTcp, sequenceEnd, trackTcp } from './tcp-tracking.js';
@@ -32,16 +33,7 @@ export interface SimulatePacketResult extends SimulationResult {
 }
 
 // Built once per parsed ruleset, so that simulating many packets does not re-index it.
-const indexes = new WeakMap<Ruleset, HookIndex>();
-
-export function indexOf(ruleset: Ruleset): HookIndex {
-  let index = indexes.get(ruleset);
-  if (!index) {
-    index = buildHookIndex(ruleset);
-    indexes.set(ruleset, index);
-  }
-  return index;
-}
+export const indexOf: (ruleset: Ruleset) => HookIndex = memoByObject(buildHookIndex);
 
 function isResolvedHost(host: HostInput | Host): host is Host {
   return Array.isArray(host.routes) && host.routes.some((r) => typeof (r as { dst: unknown }).dst === 'object');

@@ -1,13 +1,13 @@
 // PrefixTable (src/sim/prefix-table.ts) answers as a scan of its prefixes does: the value of the
 // longest prefix holding the address, the first added among equal ones, nothing when none holds
-// it; for IPv4 (keys as 32-bit numbers, addresses from 2^31 on) and IPv6 (BigInt keys).
+// it; for IPv4 (keys as 32-bit numbers, addresses from 2^31 on) and IPv6 (BigInt keys). The host's
+// local addresses are such a table (src/sim/host.ts localInterfaceOf).
 
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { familyBits, prefixMask, type AddressFamily } from '../../src/sim/address.js';
+import { familyBits, parseAddress, prefixMask, type AddressFamily } from '../../src/sim/address.js';
 import { localInterfaceOf, readHost } from '../../src/sim/host.js';
 import { PrefixTable } from '../../src/sim/prefix-table.js';
-import { parseAddress } from '../../src/sim/address.js';
 
 function scan(entries: readonly (readonly [bigint, number, number])[], family: AddressFamily, n: bigint): number | undefined {
   let best: { prefix: number; value: number } | undefined;
