@@ -537,9 +537,11 @@ export function datatypeNamed(names: readonly string[]): Datatype | undefined {
   return { name: names.join(' . '), bits: 0, parts };
 }
 
-/** True for flag types whose values combine bits (`ct state`, `tcp flags`…). */
+/** True for flag types whose values combine bits (`ct state`, `tcp flags`…), and for ct_label,
+ * whose literal names one bit (`ct label 5` is bit 5, tested as `& 0x20 != 0`: nft
+ * --debug=netlink): an implicit comparison with them tests bits. */
 export function isBitmaskType(dtype: string): boolean {
-  return DATATYPES[dtype]?.shape === 'bitmask';
+  return DATATYPES[dtype]?.shape === 'bitmask' || dtype === 'ct_label';
 }
 
 /** True when nft prints values of `dtype` in double quotes (ifname, strings, days…). */

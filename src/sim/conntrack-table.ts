@@ -43,6 +43,8 @@ export interface CtEntry {
    * tuple; without NAT it is the inverted original). */
   readonly reply: CtTuple;
   mark: number;
+  /** The bits `ct label set` set (nf_conn_labels), undefined for none. */
+  labels: bigint | undefined;
   status: number;
   /** The NAT_DONE bits of the manipulations set up (nf_nat_initialized): nat chains at hooks of
    * these do not run again for the connection. */

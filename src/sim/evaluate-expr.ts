@@ -41,7 +41,8 @@ export function literalValue(lit: Literal): RtValue {
   }
   switch (v.type) {
     case 'integer':
-      return BigInt(v.n);
+      // A label's literal is the number of its bit (isBitmaskType).
+      return lit.dtype === 'ct_label' ? 1n << BigInt(v.n) : BigInt(v.n);
     case 'bigint':
       return BigInt(`0x${v.hex}`);
     case 'ipv4':

@@ -241,7 +241,10 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
   };
   const ending = packet.iif !== undefined ? receive(ctx, packet.oif) : send(ctx, packet);
   // A found entry is the kernel's own object: what the packet changed stays, dropped or not.
-  if (ctx.conn.entry) ctx.conn.entry.mark = ctx.ct.mark;
+  if (ctx.conn.entry) {
+    ctx.conn.entry.mark = ctx.ct.mark;
+    ctx.conn.entry.labels = ctx.ct.labels;
+  }
   if (how.keep && REACHED.has(ending.disposition)) deliverToPeer(ctx);
   return { outcome: finish(ctx, ending), final: ctx.pkt, family: ctx.family, entry: ctx.conn.entry };
 }
@@ -421,6 +424,7 @@ function attachEntry(ctx: SimContext, entry: CtEntry, direction: 0 | 1, state: C
   ctx.ct.state = state;
   ctx.ct.direction = direction;
   ctx.ct.mark = entry.mark;
+  ctx.ct.labels = entry.labels;
   ctx.ct.status = entry.status;
   ctx.ct.zone = entry.original.zone;
   ctx.ct.original = endpointsOf(entry.original);
@@ -499,6 +503,7 @@ function confirm(ctx: SimContext): void {
     original,
     reply: invertTuple(mapped),
     mark: ctx.ct.mark,
+    labels: ctx.ct.labels,
     status: ctx.ct.status,
     natDone: ctx.natDone,
     nat: [...ctx.nat],

@@ -120,6 +120,8 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   fc.constant({ text: 'meta priority 1:2' }),
   // The connection's accounting, which counts each packet as conntrack attaches the entry.
   fc.constantFrom('ct original packets 1', 'ct packets 2', 'ct reply packets 1', 'ct bytes > 100').map((text) => ({ text })),
+  // The connection's labels: a literal names a bit, tested alone (implicit) or as the whole value.
+  fc.constantFrom('ct label 5', 'ct label 0', 'ct label == 5', 'ct label != 70', 'ct label { 5, 70 }').map((text) => ({ text })),
 
 );
 
@@ -214,6 +216,7 @@ function statement(af: AddressFamily): fc.Arbitrary<Part> {
     { weight: 2, arbitrary: fc.constantFrom('0x4000', '0x1').map((m) => ({ text: `meta mark set mark xor ${m}` })) },
     { weight: 2, arbitrary: fc.constantFrom('0x7', '0x4000').map((m) => ({ text: `ct mark set ${m}` })) },
     { weight: 2, arbitrary: fc.constantFrom('ct mark set meta mark', 'meta mark set ct mark', 'ct mark set meta mark and 0xff', 'meta mark set ct mark and 0xffff', 'meta mark set ct mark or 0x4000').map((text) => ({ text })) },
+    { weight: 1, arbitrary: fc.constantFrom('ct label set 5', 'ct label set 70').map((text) => ({ text })) },
     { weight: 1, arbitrary: fc.constant({ text: 'meta mark set meta mark and 0xffff or 0x20' }) },
     { weight: 1, arbitrary: fc.constant({ text: 'meta mark set numgen random mod 2 offset 0x10' }) },
     { weight: 1, arbitrary: fc.constant({ text: `meta mark set ${af} daddr map { ${a.server[1]} : 0x20, ${a.client[1]} : 0x4000 }` }) },

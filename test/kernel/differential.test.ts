@@ -639,6 +639,28 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
 `),
       packets: [{ ...syn, dst: '198.51.100.20', dport: 443 }, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 443 }],
     },
+    {
+      // A ct_label literal names one bit (`ct label 5` is `& 0x20 != 0`, `ct label == 5` is `==
+      // 0x20`: nft --debug=netlink), and `ct label set` adds that bit (nf_connlabels_replace with
+      // the bit as its mask). nftsim compared the bit's number with the labels.
+      name: 'ct label set adds a bit, which ct label tests',
+      rulesets: rules(`table inet m {
+  chain pre {
+    type filter hook prerouting priority mangle; policy accept;
+    ct label 0 meta mark set mark or 0x1
+    ct state new ct label set 5
+    ct label 5 meta mark set mark or 0x2
+    ct label 3 meta mark set mark or 0x4
+    ct label == 5 meta mark set mark or 0x8
+    ct direction reply ct label set 100
+    ct label 100 meta mark set mark or 0x10
+    ct label != 5 meta mark set mark or 0x20
+    ct label { 5, 6 } meta mark set mark or 0x40
+  }
+}
+`),
+      packets: [{ ...syn, dst: '198.51.100.20', dport: 443 }, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 443 }],
+    },
   ] as const)('$name', async ({ rulesets, packets }) => {
     const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, rulesets, packets as readonly KernelFlowPacket[], 'asWritten');
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);

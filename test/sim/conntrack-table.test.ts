@@ -7,7 +7,7 @@ const a = (text: string) => parseAddress(text)!;
 const tcp = (src: string, sport: number | string, dst: string, dport: number | string): CtTuple => ({ family: 'ip', l4proto: 6, src: a(src).n, dst: a(dst).n, sport, dport, zone: 0 });
 
 function entry(original: CtTuple, reply: CtTuple = invertTuple(original)): CtEntry {
-  return { original, reply, mark: 0, status: IPS.confirmed, natDone: 0, nat: [], tcp: openTcp(0x02), packets: [1, 0], bytes: [40, 0] };
+  return { original, reply, mark: 0, labels: undefined, status: IPS.confirmed, natDone: 0, nat: [], tcp: openTcp(0x02), packets: [1, 0], bytes: [40, 0] };
 }
 
 describe('conntrack tuples', () => {

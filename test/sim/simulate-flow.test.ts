@@ -50,6 +50,31 @@ describe("a connection's packet and byte counts", () => {
   });
 });
 
+// nft --debug=netlink (1.0.6): a ct_label literal names one bit: `ct label 5` loads the labels
+// and tests `& 0x20 != 0`, `ct label == 5` and `!= 5` compare them with 0x20, a set of labels
+// looks the labels up among 0x20 and 0x40; `ct label set 5` adds bit 5 (nf_connlabels_replace
+// with the bit as its mask), on the connection: a later packet of it reads it. Checked on
+// Linux 6.18 (test/kernel/differential.test.ts, 'ct label set adds a bit').
+describe("a connection's labels", () => {
+  const LABELS = `table inet m { chain pre { type filter hook prerouting priority mangle; policy accept;
+    ct state new ct label set 5
+    ct label 5 meta mark set mark or 0x1
+    ct label 3 meta mark set mark or 0x2
+    ct label == 5 meta mark set mark or 0x4
+    ct label != 5 meta mark set mark or 0x8
+    ct label { 5, 6 } meta mark set mark or 0x10
+    ct direction reply ct label set 100
+    ct label 100 meta mark set mark or 0x20
+  } }`;
+  it.each([
+    ['the first packet: bit 5 alone', 0, '0x00000015'],
+    ['the reply: bit 5, then bit 100 too', 1, '0x00000035'],
+    ['the next packet: bits 5 and 100', 2, '0x00000029'],
+  ])('%s', (_, index, mark) => {
+    expect(only(LABELS, [UDP, { reply: true }, UDP])[index]!.mark).toBe(mark);
+  });
+});
+
 describe('conntrack across the packets of a flow', () => {
   // Checked on Linux 6.18 in a namespace pair (udp 10.9.0.1:5555 → 10.9.0.2:9999 twice, one
   // answer, once more): counters for new/original 2, established/original 1, confirmed 2,
