@@ -95,6 +95,17 @@ export function opensIcmpConnection(l4proto: number, type: number): boolean {
   return ICMP_QUERIES[l4proto]?.[type] !== undefined;
 }
 
+/** ICMPv6 types conntrack leaves untracked, before looking for an entry (nf_conntrack_proto_icmpv6.c
+ * nf_conntrack_icmpv6_error, noct_valid_new): MLD queries, reports and reductions (130, 131, 132,
+ * 143), router solicitation and advertisement (133, 134), neighbour solicitation and
+ * advertisement (135, 136). */
+const UNTRACKED_ICMPV6_TYPES: ReadonlySet<number> = new Set([130, 131, 132, 133, 134, 135, 136, 143]);
+
+/** Whether conntrack leaves a packet of this ICMP type untracked (neighbour discovery, MLD). */
+export function isUntrackedIcmp(l4proto: number, type: number): boolean {
+  return l4proto === 58 && UNTRACKED_ICMPV6_TYPES.has(type);
+}
+
 /** The answer to an ICMP query type, undefined for other types and protocols. */
 export function icmpAnswerType(l4proto: number, type: number): number | undefined {
   return ICMP_QUERY_ANSWER[l4proto]?.[type];

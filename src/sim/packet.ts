@@ -4,7 +4,7 @@
 import { datatypeSymbols } from '../model/datatypes.js';
 import { parseAddress, type Address, type AddressFamily } from './address.js';
 import type { Host } from './host.js';
-import { hasIcmpId, isIcmpError, opensIcmpConnection, type CtEntry } from './conntrack-table.js';
+import { hasIcmpId, isIcmpError, isUntrackedIcmp, opensIcmpConnection, type CtEntry } from './conntrack-table.js';
 import { headersLength } from './packet-bytes.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
 import { opensTcpConnection } from './tcp-tracking.js';
@@ -278,11 +278,12 @@ const CT_STATES: readonly CtStateName[] = ['new', 'established', 'related', 'inv
  * What conntrack makes of a packet it finds no entry for: a new connection, unless it is a TCP
  * packet that cannot open one (only a SYN, or a bare ACK picked up mid-stream, can: tcp-tracking.ts
  * opensTcpConnection) or an ICMP type other than a query (an echo reply without its request, an error it
- * relates to nothing), which are invalid.
+ * relates to nothing), which are invalid; ICMPv6 neighbour discovery and MLD are untracked.
  */
 export function entrylessState(l4proto: number | undefined, tcpFlags: number, icmpType: number | undefined): CtStateName {
   if (l4proto === L4_NUMBERS.tcp) return opensTcpConnection(tcpFlags) ? 'new' : 'invalid';
-  return l4proto !== undefined && icmpType !== undefined && !opensIcmpConnection(l4proto, icmpType) ? 'invalid' : 'new';
+  if (l4proto === undefined || icmpType === undefined || opensIcmpConnection(l4proto, icmpType)) return 'new';
+  return isUntrackedIcmp(l4proto, icmpType) ? 'untracked' : 'invalid';
 }
 
 function readCt(reader: FieldReader, value: unknown, path: FieldPath, defaultState: CtStateName): Packet['ct'] | undefined {

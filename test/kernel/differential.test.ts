@@ -1128,6 +1128,19 @@ COMMIT
       rulesets: [nft('table ip t {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    meta pkttype host meta mark set 0x1\n    meta pkttype broadcast meta mark set 0x2\n    meta pkttype multicast meta mark set 0x3\n  }\n}\n')],
       packet: { iif: 'eth0', src: '192.0.2.1', dst, protocol: 'udp', sport: 40000, dport: 5000 } as const,
     })),
+    ...(
+      [
+        ['nd-neighbor-solicit', '2001:db8:1::10'],
+        ['nd-router-solicit', 'ff02::2'],
+        ['mld-listener-query', 'ff02::1'],
+      ] as const
+    ).map(([icmpType, dst]) => ({
+      // nf_conntrack_icmpv6_error leaves neighbour discovery and MLD untracked (noct_valid_new),
+      // before any lookup: nftsim took them for invalid, as other ICMPv6 types without an entry.
+      name: `ct state of an ICMPv6 ${icmpType}`,
+      rulesets: [nft('table inet t {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    ct state untracked meta mark set 0x1\n    ct state invalid meta mark set 0x2\n    ct state new meta mark set 0x3\n  }\n}\n')],
+      packet: { iif: 'eth0', src: 'fe80::1:1', dst, protocol: 'icmpv6', icmpType, ttl: 255 } as const,
+    })),
   ] as const)('$name', async ({ rulesets, packet }) => {
     const { problems, kernelWay } = await runDifferential({ host: GENERATED_HOST, rulesets, packet });
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);

@@ -393,13 +393,18 @@ describe('conntrack', () => {
   });
 
   // Only an ICMP query opens a connection (valid_new of nf_conntrack_proto_icmp.c and
-  // nf_conntrack_proto_icmpv6.c): an answer or another type without an entry is invalid.
+  // nf_conntrack_proto_icmpv6.c): an answer or another type without an entry is invalid. ICMPv6
+  // neighbour discovery and MLD are untracked before any lookup (nf_conntrack_icmpv6_error,
+  // noct_valid_new; test/kernel/differential.test.ts 'ct state of an ICMPv6 …').
   it.each([
     ['icmp', 'echo-request', 'new', '192.0.2.10'],
     ['icmp', 'echo-reply', 'invalid', '192.0.2.10'],
     ['icmp', 'timestamp-request', 'new', '192.0.2.10'],
     ['icmpv6', 'echo-reply', 'invalid', '2001:db8::10'],
-    ['icmpv6', 'nd-router-solicit', 'invalid', '2001:db8::10'],
+    ['icmpv6', 'nd-router-solicit', 'untracked', 'ff02::2'],
+    ['icmpv6', 'nd-neighbor-advert', 'untracked', '2001:db8::10'],
+    ['icmpv6', 'mld2-listener-report', 'untracked', '2001:db8::10'],
+    ['icmpv6', 'nd-redirect', 'invalid', '2001:db8::10'],
   ])('a first %s %s is %s', (protocol, icmpType, state, dst) => {
     const text = `table inet t {\n\tchain in { type filter hook input priority 0; ct state ${state} meta mark set 0x1; }\n}\n`;
     const src = protocol === 'icmp' ? '192.0.2.99' : '2001:db8::99';

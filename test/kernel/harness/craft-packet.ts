@@ -21,8 +21,9 @@ export interface KernelPacket {
   readonly icmpId?: number;
   /** Comma-separated TCP flags, `syn` by default: `syn`, `syn,ack`, `ack`, `fin,ack`, `rst`. */
   readonly tcpFlags?: string;
-  /** For ICMP and ICMPv6: an echo request (the default) or reply, or an error quoting `quoted`. */
-  readonly icmpType?: 'echo-request' | 'echo-reply' | IcmpErrorType;
+  /** For ICMP and ICMPv6: an echo request (the default) or reply, an error quoting `quoted`, or
+   * for ICMPv6 a neighbour discovery or MLD message (its body zeros). */
+  readonly icmpType?: 'echo-request' | 'echo-reply' | IcmpErrorType | NeighbourDiscoveryType;
   /** An ICMP error's code: a name of nft's icmp_code or icmpv6_code that ICMP_CODES has. */
   readonly icmpCode?: IcmpCodeName;
   /** The packet an ICMP error is about, quoted whole (its headers: there is no payload). */
@@ -75,6 +76,10 @@ const ECHO_TYPES = { icmp: { 'echo-request': 8, 'echo-reply': 0 }, icmpv6: { 'ec
 /** The error types the harness crafts, by nft's names. */
 const ERROR_TYPES = { icmp: { 'destination-unreachable': 3, 'time-exceeded': 11 }, icmpv6: { 'destination-unreachable': 1, 'time-exceeded': 3 } } as const;
 export type IcmpErrorType = keyof (typeof ERROR_TYPES)['icmp'];
+/** ICMPv6 neighbour discovery and MLD messages the harness crafts, by nft's names, with the
+ * length of each (RFC 4861, RFC 2710): conntrack leaves them untracked. */
+const NEIGHBOUR_DISCOVERY = { 'nd-router-solicit': [133, 8], 'nd-neighbor-solicit': [135, 24], 'mld-listener-query': [130, 24] } as const;
+export type NeighbourDiscoveryType = keyof typeof NEIGHBOUR_DISCOVERY;
 /** Their codes, by nft's names (ICMPv6 has no host-unreachable: addr-unreachable stands for it). */
 const ICMP_CODES = {
   icmp: { 'port-unreachable': 3, 'host-unreachable': 1, 'addr-unreachable': 1 },
@@ -161,11 +166,16 @@ function craftTransport(packet: KernelPacket, protocol: KernelProtocol, src: Buf
         segment.writeUInt8(ECHO_TYPES[protocol][type], 0);
         segment.writeUInt16BE(packet.icmpId ?? DEFAULT_ICMP_ID, 4);
         segment.writeUInt16BE(1, 6);
+      } else if (type in NEIGHBOUR_DISCOVERY) {
+        if (protocol !== 'icmpv6') throw new Error(`${type} is an ICMPv6 message`);
+        const [number, length] = NEIGHBOUR_DISCOVERY[type as NeighbourDiscoveryType];
+        segment = Buffer.alloc(length);
+        segment.writeUInt8(number, 0);
       } else {
         // Type, code, checksum, 4 unused bytes, then the quoted packet (RFC 792, RFC 4443).
         if (!packet.quoted) throw new Error(`an ICMP ${type} needs the packet it quotes`);
         segment = Buffer.concat([Buffer.alloc(8), craftPacket(packet.quoted, 0)]);
-        segment.writeUInt8(ERROR_TYPES[protocol][type], 0);
+        segment.writeUInt8(ERROR_TYPES[protocol][type as IcmpErrorType], 0);
         segment.writeUInt8(ICMP_CODES[protocol][packet.icmpCode ?? 'port-unreachable'], 1);
       }
       checksumAt = 2;
