@@ -12,7 +12,7 @@ import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
-import { hasConntrackEntry, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, isIptablesRule, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
  * the parts of a concatenation. `undefined` is the kernel's NFT_BREAK: the expression has no
@@ -318,9 +318,13 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
       // No labels unless `ct label set` added some (nft_ct.c: no labels extension → zeros).
       return ct.labels ?? 0n;
     case 'helper':
-      // Helpers are assigned only by `ct helper set` (automatic assignment is off by default
-      // since Linux 4.7, nf_conntrack_helper=0); none → NFT_BREAK.
-      return ct.helper;
+      // The helper of the connection's master, for an expected connection (nft_ct.c NFT_CT_HELPER
+      // reads ct->master): nftsim models no expectations, so no connection it tracks has a master
+      // (an ICMP error's is the connection it is about), and the rule breaks; iptables' helper
+      // match then gives its inversion (xt_helper.c), as a comparison with no name does. A packet
+      // the input calls related may be of an expected connection.
+      if (ctx.conn.explicit && ct.state === 'related') throw new NotModelled("ct helper of a packet given as related: its connection's master is not known");
+      return isIptablesRule(ctx) ? '' : undefined;
     case 'secmark':
       return 0n;
     case 'bytes':

@@ -362,20 +362,16 @@ function evaluateObjRef(stmt: Extract<Stmt, { kind: 'objref' }>, ctx: SimContext
     case 'limit-object':
       return isLimitPassed(object.limit, ctx) ? undefined : NO_MATCH;
     case 'ct-helper-object':
-      // nft_ct.c nft_ct_helper_obj_eval: assigned to an entry conntrack has not confirmed yet
-      // (the flow's first packet) when the protocol matches.
-      if (ctx.ctAttached && ctx.ct.state === 'new' && L4_PROTOCOL_NAMES[object.protocol] === ctx.pkt.l4proto) ctx.ct.helper = object.helper;
-      return undefined;
     case 'ct-timeout-object':
     case 'ct-expectation-object':
-      // A timeout policy or an expectation: no effect on this packet's way.
+      // A helper (which acts on the connection's payload and expected connections, nft_ct.c
+      // nft_ct_helper_obj_eval), a timeout policy or an expectation: no effect on this packet's
+      // way; `ct helper` reads the master connection's, not this one's (evaluate-expr.ts).
       return undefined;
     default:
       throw new NotModelled(`${stmt.type} object`);
   }
 }
-
-const L4_PROTOCOL_NAMES: Readonly<Record<string, number>> = { tcp: 6, udp: 17, dccp: 33, sctp: 132, udplite: 136 };
 
 function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult | undefined {
   const option = (name: string) => stmt.options.find((o) => o.name === name);

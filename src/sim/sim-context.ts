@@ -74,8 +74,6 @@ export interface CtStateValue {
   status: number;
   zone: number;
   direction: 0 | 1;
-  /** The helper `ct helper set` assigned (absent: none). */
-  helper?: string;
   /** The labels `ct label set` set (absent: none). */
   labels?: bigint;
   /** The reply tuple: the entry's, or once NAT set up a mapping (absent: the inverse of the original). */

@@ -211,7 +211,6 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
       status: ct.status,
       zone: ct.zone,
       direction: ct.direction,
-      helper: undefined,
       labels: undefined,
       reply: undefined,
       original: originalEndpoints(packet),

@@ -640,6 +640,14 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       packets: [{ ...syn, dst: '198.51.100.20', dport: 443 }, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 443 }],
     },
     {
+      // `ct helper` reads the helper of the connection's master (nft_ct.c NFT_CT_HELPER), not the
+      // one `ct helper set` attached to this connection: no packet of it matches. nftsim read the
+      // helper it had just set.
+      name: 'ct helper set on the first packet, not read by ct helper',
+      rulesets: rules('table inet m {\n  ct helper ftp-standard {\n    type "ftp" protocol tcp\n  }\n  chain pre {\n    type filter hook prerouting priority mangle; policy accept;\n    ct state new tcp dport 21 ct helper set "ftp-standard"\n    ct helper "ftp" meta mark set mark or 0x1\n  }\n}\n'),
+      packets: [{ ...syn, dst: '198.51.100.20', dport: 21 }, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 21 }],
+    },
+    {
       // A ct_label literal names one bit (`ct label 5` is `& 0x20 != 0`, `ct label == 5` is `==
       // 0x20`: nft --debug=netlink), and `ct label set` adds that bit (nf_connlabels_replace with
       // the bit as its mask). nftsim compared the bit's number with the labels.
@@ -710,6 +718,13 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: regressions foun
       rulesets: [nft(`table ip t {\n  chain out {\n    type filter hook output priority 0; policy accept;\n    meta iiftype ether meta mark set mark or 0x20\n    meta iiftype 0 meta mark set mark or 0x40\n  }\n  chain post {\n    type ${type} hook postrouting priority 100; policy accept;\n    iifname "eth1" meta mark set mark or 0x1\n    meta iiftype ether meta mark set mark or 0x2\n    iifname != "e*" meta mark set mark or 0x4\n    meta iif 0 meta mark set mark or 0x8\n    meta iiftype 0 meta mark set mark or 0x10\n  }\n}\n`)],
       packet: { src: '198.51.100.10', dst: '198.51.100.20', protocol: 'tcp', sport: 40001, dport: 80, skuid: 0, skgid: 0 } as const,
     })),
+    {
+      // xt_helper.c: without a master connection the match gives its inversion, so `! --helper
+      // ftp` matches a connection of its own. nftsim broke the rule (no helper read).
+      name: 'iptables -m helper on a connection without a master',
+      rulesets: [ipt('*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m helper --helper ftp -j MARK --set-xmark 0x1/0x1\n-A PREROUTING -m helper ! --helper ftp -j MARK --set-xmark 0x2/0x2\nCOMMIT\n')],
+      packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 21 },
+    },
     {
       // The lowering of --tcp-flags is `tcp flags & (syn | rst | ack) == syn`, a flag list as
       // operand: nftsim said "flag-list as a value: not modelled" and assumed no match.

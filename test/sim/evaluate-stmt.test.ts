@@ -152,9 +152,16 @@ describe('other statements', () => {
     expect(o.uncertain).toBe(reported !== undefined);
   });
 
-  it('ct helper set assigns the helper of a new entry, and ct helper reads it', () => {
-    const text = `table inet t {\n\tct helper h { type "ftp" protocol tcp; }\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct helper set "h" ct helper "ftp" meta mark set 1\n\t}\n}\n`;
-    expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
+  // `ct helper` reads the helper of the connection's master (nft_ct.c NFT_CT_HELPER: ct->master),
+  // not the one `ct helper set` gave this connection; iptables' helper match gives its inversion
+  // without a master (xt_helper.c). Checked on Linux 6.18 (test/kernel/differential.test.ts).
+  it.each([
+    ['nft, after ct helper set', `table inet t {\n\tct helper h { type "ftp" protocol tcp; }\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct helper set "h" ct helper "ftp" meta mark set 1\n\t}\n}\n`, '0x00000000'],
+    ['nft, negated', 'table inet t {\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct helper != "ftp" meta mark set 1\n\t}\n}\n', '0x00000000'],
+    ['iptables', '*mangle\n:INPUT ACCEPT [0:0]\n-A INPUT -m helper --helper ftp -j MARK --set-xmark 0x1/0x1\nCOMMIT\n', '0x00000000'],
+    ['iptables, negated', '*mangle\n:INPUT ACCEPT [0:0]\n-A INPUT -m helper ! --helper ftp -j MARK --set-xmark 0x1/0x1\nCOMMIT\n', '0x00000001'],
+  ])('ct helper of a connection without a master: %s', (_name, text, mark) => {
+    expect(simulateOne(text, LOCAL).mark).toBe(mark);
   });
 });
 
