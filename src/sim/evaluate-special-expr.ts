@@ -8,7 +8,7 @@ import type { Address, AddressFamily } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
 import { evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { payloadFieldBits } from './packet-bytes.js';
-import { NotModelled, routeKeyOf, type SimContext } from './sim-context.js';
+import { isIptablesRule, NotModelled, routeKeyOf, type SimContext } from './sim-context.js';
 import { HOST_KEY } from './route-rules.js';
 
 type SpecialExpr = Extract<Expr, { kind: 'exthdr' | 'tcp-option' | 'ip-option' | 'sctp-chunk' | 'rt' | 'socket' | 'osf' | 'ipsec' | 'hash' }>;
@@ -223,7 +223,10 @@ export function evaluateSpecialExpr(expr: SpecialExpr, ctx: SimContext): RtValue
     case 'tcp-option':
       // nft_exthdr_tcp_eval: no TCP header (another protocol) or no such option → absent; nft
       // adds no protocol dependency (nft --debug=netlink 1.0.6). nftsim's TCP packets have no
-      // options (data offset 5).
+      // options (data offset 5). iptables' tcpmss match, lowered to the MSS option's size, is
+      // xt_tcpmss in the kernel, which gives its inversion without the option: a size no range
+      // holds (-1) does that.
+      if (expr.option === 'maxseg' && expr.field === 'size' && isIptablesRule(ctx)) return -1n;
       return absent(expr.field);
     case 'ip-option':
       // nft_exthdr_ipv4_eval after nft's `meta nfproto ipv4` dependency; header length 5.

@@ -163,6 +163,16 @@ describe('other statements', () => {
   ])('ct helper of a connection without a master: %s', (_name, text, mark) => {
     expect(simulateOne(text, LOCAL).mark).toBe(mark);
   });
+
+  // xt_tcpmss.c gives the match's inversion for a TCP packet without an MSS option (nftsim's
+  // have none), where nft's `tcp option maxseg size` breaks the rule (nft_exthdr.c). Checked on
+  // Linux 6.18 (test/kernel/differential.test.ts, 'iptables -m tcpmss on a SYN without options').
+  it.each([
+    ['iptables', '*mangle\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp -m tcpmss --mss 1:500 -j MARK --set-xmark 0x1/0x1\n-A INPUT -p tcp -m tcpmss ! --mss 1:500 -j MARK --set-xmark 0x2/0x2\nCOMMIT\n', '0x00000002'],
+    ['nft', 'table inet t {\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\ttcp option maxseg size 1-500 meta mark set mark or 1\n\t\ttcp option maxseg size != 1-500 meta mark set mark or 2\n\t}\n}\n', '0x00000000'],
+  ])('the MSS of a SYN without options: %s', (_name, text, mark) => {
+    expect(simulateOne(text, LOCAL).mark).toBe(mark);
+  });
 });
 
 describe('iptables xt extensions kept as xt matches', () => {
