@@ -193,6 +193,9 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
     case 'ct-set': {
       if (stmt.key === 'event' || stmt.key === 'expectation') return undefined; // no effect on this packet's way
       if (stmt.key !== 'mark' && stmt.key !== 'zone' && stmt.key !== 'label') throw new NotModelled(`ct ${stmt.key} set`);
+      // A zone of one direction (nf_conntrack_zones.h nf_ct_zone_id): the other direction's tuple
+      // is in zone 0, where a reply without a zone of its own finds the connection.
+      if (stmt.key === 'zone' && stmt.dir !== undefined) throw new NotModelled(`ct ${stmt.dir} zone set (a zone of one direction; the other's tuple is in zone 0)`);
       const source = evaluateExpr(stmt.value, ctx);
       if (source === undefined) return isIptablesRule(ctx) ? undefined : NO_MATCH;
       if (stmt.key === 'zone') {

@@ -137,6 +137,15 @@ describe('other statements', () => {
     expect(o.trace.find((e) => e.kind === 'unsupported')?.reason).toContain('given as untracked');
   });
 
+  // nft_ct_set_zone_eval gives `ct original zone set` a zone of the original direction only: the
+  // reply tuple is in zone 0 (nf_ct_zone_id), which nftsim's conntrack does not model.
+  it.each(['original', 'reply'])('ct %s zone set is not modelled', (dir) => {
+    const text = `table ip t {\n\tchain raw {\n\t\ttype filter hook prerouting priority -300;\n\t\tct ${dir} zone set 1\n\t}\n}\n`;
+    const o = simulateOne(text, LOCAL);
+    expect(o.trace.find((e) => e.kind === 'unsupported')?.reason).toContain(`ct ${dir} zone set (a zone of one direction`);
+    expect(o.uncertain).toBe(true);
+  });
+
   // After conntrack, a packet without an entry gets a zone template with ctinfo NEW, and later
   // nat chains run for it (Linux 6.18, docs/simulator-limits.md): not modelled, so reported; a
   // packet with an entry keeps it, and iptables' CT leaves an untracked packet as it is.
