@@ -276,6 +276,15 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
     if (!ctx.ctAttached) return CT_STATE_VALUES[stateBeforeConntrack(ctx)];
     return CT_STATE_VALUES[ct.state];
   }
+  if (expr.key === 'helper') {
+    // The helper of the connection's master, for an expected connection (nft_ct.c NFT_CT_HELPER
+    // reads ct->master): nftsim models no expectations, so no connection it tracks has a master
+    // (an ICMP error's is the connection it is about), and the rule breaks; iptables' helper
+    // match gives its inversion without a master or a connection (xt_helper.c), as a comparison
+    // with no name does. A packet the input calls related may be of an expected connection.
+    if (tracked && ctx.conn.explicit && ct.state === 'related') throw new NotModelled("ct helper of a packet given as related: its connection's master is not known");
+    return isIptablesRule(ctx) ? '' : undefined;
+  }
   if (!tracked) {
     const value = templateKey(ctx, expr.key);
     return value === undefined ? undefined : BigInt(value);
@@ -317,14 +326,6 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
     case 'label':
       // No labels unless `ct label set` added some (nft_ct.c: no labels extension → zeros).
       return ct.labels ?? 0n;
-    case 'helper':
-      // The helper of the connection's master, for an expected connection (nft_ct.c NFT_CT_HELPER
-      // reads ct->master): nftsim models no expectations, so no connection it tracks has a master
-      // (an ICMP error's is the connection it is about), and the rule breaks; iptables' helper
-      // match then gives its inversion (xt_helper.c), as a comparison with no name does. A packet
-      // the input calls related may be of an expected connection.
-      if (ctx.conn.explicit && ct.state === 'related') throw new NotModelled("ct helper of a packet given as related: its connection's master is not known");
-      return isIptablesRule(ctx) ? '' : undefined;
     case 'secmark':
       return 0n;
     case 'bytes':

@@ -2,7 +2,7 @@
 // (kernel-differential tests, issue 4), IPv4 (iptables-nft-restore) or IPv6
 // (ip6tables-nft-restore): the raw, mangle, nat and filter tables, their built-in chains and one
 // user chain each, with the matches and targets nftsim lowers (mark, connmark, conntrack,
-// addrtype, multiport, statistic, comment, iprange, pkttype, length, ttl / hl, dscp, tos, owner,
+// addrtype, multiport, tcpmss, helper, statistic, comment, iprange, pkttype, length, ttl / hl, dscp, tos, owner,
 // u32; MARK --set-xmark and friends, CONNMARK save/restore with masks, LOG, DSCP, TOS, CLASSIFY, REJECT,
 // DNAT/SNAT with ranges, MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK, which raw runs
 // before conntrack).
@@ -73,6 +73,10 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     // test passed with and without one is not modelled: docs/simulator-limits.md).
     fc.constantFrom('--ctstatus CONFIRMED', '--ctdir REPLY', '--ctstate NEW --ctdir ORIGINAL', '--ctstate INVALID --ctdir ORIGINAL', '--ctstate ESTABLISHED --ctstatus SEEN_REPLY').map((t) => ({ text: `-m conntrack ${t}` })),
     fc.constantFrom('--dst-type LOCAL', '--src-type LOCAL', '! --dst-type LOCAL').map((t) => ({ text: `-m addrtype ${t}` })),
+    // IPv6 has no broadcast type (xt_addrtype.c addrtype_mt_checkentry_v1 refuses it).
+    fc.constantFrom('--dst-type UNICAST', af === 'ip' ? '--dst-type BROADCAST,MULTICAST' : '--dst-type MULTICAST', '! --src-type UNICAST', '--src-type UNSPEC').map((t) => ({ text: `-m addrtype ${t}` })),
+    // No connection has a master (no expectations): the match gives its inversion.
+    fc.constantFrom('--helper ftp', '! --helper ftp').map((t) => ({ text: `-m helper ${t}` })),
     // The type the input interface's table gives (fib daddr . iif type): only where there is one.
     fc.constant({ text: '-m addrtype --dst-type LOCAL --limit-iface-in', hooks: IN_HOOKS }),
     fc.constant({ text: '-m addrtype --src-type LOCAL --limit-iface-out', hooks: OUT_HOOKS }),
@@ -113,6 +117,10 @@ function proto(af: AddressFamily): fc.Arbitrary<NonNullable<IptRule['proto']>> {
   return fc.constantFrom<NonNullable<IptRule['proto']>>(
     { text: '-p tcp -m tcp --dport 80', proto: 'tcp' },
     { text: '-p tcp -m multiport --dports 80,443', proto: 'tcp' },
+    { text: '-p tcp -m multiport ! --dports 80,443', proto: 'tcp' },
+    { text: '-p udp -m multiport --ports 53,1000:2000', proto: 'udp' },
+    // The harness's SYNs have no options: the match gives its inversion.
+    { text: '-p tcp -m tcpmss ! --mss 1:500', proto: 'tcp' },
     { text: '-p udp -m udp --dport 53', proto: 'udp' },
     { text: '-p tcp -m tcp --tcp-flags SYN,RST,ACK SYN', proto: 'tcp' },
     // What iptables-save prints for `! --syn`.

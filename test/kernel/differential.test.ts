@@ -718,13 +718,19 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: regressions foun
       rulesets: [nft(`table ip t {\n  chain out {\n    type filter hook output priority 0; policy accept;\n    meta iiftype ether meta mark set mark or 0x20\n    meta iiftype 0 meta mark set mark or 0x40\n  }\n  chain post {\n    type ${type} hook postrouting priority 100; policy accept;\n    iifname "eth1" meta mark set mark or 0x1\n    meta iiftype ether meta mark set mark or 0x2\n    iifname != "e*" meta mark set mark or 0x4\n    meta iif 0 meta mark set mark or 0x8\n    meta iiftype 0 meta mark set mark or 0x10\n  }\n}\n`)],
       packet: { src: '198.51.100.10', dst: '198.51.100.20', protocol: 'tcp', sport: 40001, dport: 80, skuid: 0, skgid: 0 } as const,
     })),
-    {
-      // xt_helper.c: without a master connection the match gives its inversion, so `! --helper
-      // ftp` matches a connection of its own. nftsim broke the rule (no helper read).
-      name: 'iptables -m helper on a connection without a master',
+    ...(
+      [
+        ['a connection without a master', 'syn'],
+        // A bare FIN opens no connection: invalid, without one (seed 620933412, case 9).
+        ['a packet without a connection', 'fin'],
+      ] as const
+    ).map(([what, tcpFlags]) => ({
+      // xt_helper.c: without a connection or its master the match gives its inversion, so `!
+      // --helper ftp` matches. nftsim broke the rule (no helper read).
+      name: `iptables -m helper on ${what}`,
       rulesets: [ipt('*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m helper --helper ftp -j MARK --set-xmark 0x1/0x1\n-A PREROUTING -m helper ! --helper ftp -j MARK --set-xmark 0x2/0x2\nCOMMIT\n')],
-      packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 21 },
-    },
+      packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 21, tcpFlags } as const,
+    })),
     {
       // xt_tcpmss.c: a TCP packet without an MSS option gives the match's inversion. nftsim read
       // the lowering's `tcp option maxseg size`, absent, which breaks the rule.
