@@ -5,7 +5,7 @@
 import type { Expr, Literal, NamedSet, Relational } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, formatAddress, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
-import { isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute, primaryAddress } from './host.js';
+import { anycastInterfaceOf, isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute, primaryAddress } from './host.js';
 import { HOST_KEY } from './route-rules.js';
 import { CT_STATE_BITS, invertTransport } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
@@ -243,8 +243,8 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
   }
 }
 
-/** RTN_* (include/uapi/linux/rtnetlink.h): unicast 1, local 2, broadcast 3, multicast 5,
- * unreachable 7. */
+/** RTN_* (include/uapi/linux/rtnetlink.h): unicast 1, local 2, broadcast 3, anycast 4,
+ * multicast 5, unreachable 7. */
 function addressTypeAt(ctx: SimContext, a: Address): number {
   if (ctx.typeFor !== a) {
     ctx.type = addressType(ctx, a);
@@ -263,7 +263,9 @@ function addressType(ctx: SimContext, a: Address): number {
     // looks in the local table only (fib_frontend.c __inet_dev_addr_type).
     return 1;
   }
-  // IPv6 routes the address (nft_fib6.c __nft_fib6_eval_type): no route is RTN_UNREACHABLE.
+  // IPv6 routes the address (nft_fib6.c __nft_fib6_eval_type): the local table's anycast route
+  // is RTN_ANYCAST, no route RTN_UNREACHABLE.
+  if (anycastInterfaceOf(ctx.host, a)) return 4;
   return lookupRoute(ctx.host, a, HOST_KEY) ? 1 : 7;
 }
 

@@ -285,6 +285,18 @@ export function localInterfaceOf(host: Host, address: Address): HostInterface | 
   return tablesOf(host).owners[address.family].lookup(address.n);
 }
 
+/** The interface whose IPv6 subnet-router anycast address (an address's prefix, not ::) `address`
+ * is: a forwarding host joins the one of each of its addresses with a prefix shorter than /127
+ * (addrconf_join_anycast), a local route of type anycast that delivers to input
+ * (ip6_rt_init_dst). */
+export function anycastInterfaceOf(host: Host, address: Address): HostInterface | undefined {
+  if (address.family !== 'ip6' || !host.forwarding || address.n === 0n) return undefined;
+  for (const iface of host.interfaces) {
+    for (const c of iface.addresses) if (c.family === 'ip6' && c.prefix < 127 && (c.n & prefixMask(128, c.prefix)) === address.n) return iface;
+  }
+  return undefined;
+}
+
 /** Whether the host's local table has a broadcast route for the IPv4 address: the limited
  * broadcast, or the broadcast address of one of its subnets (fib_add_ifaddr adds one for every
  * address with a prefix shorter than /31). */

@@ -6,7 +6,7 @@ import { ConntrackTable, IPS, invertTuple, NAT_DONE, transportOf, tupleAt, tuple
 import { evaluateBaseChain, type ChainResult } from './evaluate-chain.js';
 import { formatEndpoint, isNodeInformation, setUpNullBinding } from './evaluate-stmt.js';
 import { natField } from './unique-tuple.js';
-import { IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
+import { anycastInterfaceOf, IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddress, isMulticastAddress, joinsGroup, LIMITED_BROADCAST, linkPacketType, localInterfaceOf, PACKET_TYPE, readHost, lookupRoute, type Host, type HostInput } from './host.js';
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { entrylessState, L4_NUMBERS, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
 import { memoByObject } from './memo-by-object.js';
@@ -557,7 +557,7 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   if (refused) return { disposition: 'dropped', verdict: 'drop', reason: refused };
   // A group the host joined, and a broadcast route of the local table (brd_input), go to input
   // as a local address does.
-  if (localInterfaceAt(ctx, dst) || multicast || isBroadcastAddress(ctx.host, dst)) {
+  if (localInterfaceAt(ctx, dst) || multicast || isBroadcastAddress(ctx.host, dst) || anycastInterfaceOf(ctx.host, dst)) {
     const input = runHook(ctx, STAGES.input);
     if (input) return input;
     confirm(ctx);

@@ -732,6 +732,13 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: regressions foun
       packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 21, tcpFlags } as const,
     })),
     {
+      // A forwarding host joins the subnet-router anycast address of each of its IPv6 subnets
+      // (addrconf_join_anycast): a local route of type anycast, delivered to input.
+      name: 'a packet to the subnet-router anycast address of the host\'s subnet',
+      rulesets: [markEachHook, nft('table ip6 t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib daddr type anycast meta mark set 0x10\n  }\n}\n')],
+      packet: { iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:1::', protocol: 'udp', sport: 40000, dport: 5000 },
+    },
+    {
       // xt_tcpmss.c: a TCP packet without an MSS option gives the match's inversion. nftsim read
       // the lowering's `tcp option maxseg size`, absent, which breaks the rule.
       name: 'iptables -m tcpmss on a SYN without options',

@@ -117,6 +117,19 @@ describe('paths and the routing decision', () => {
     expect(o.reason).toBe(`multicast group ${dst} not joined on eth0 (nftsim knows only the groups every interface joins)`);
   });
 
+  // A forwarding host joins the subnet-router anycast address of each IPv6 subnet it has an
+  // address in (addrconf_join_anycast): a local route of type anycast, which delivers to input
+  // (ip6_rt_init_dst) and which fib reads as anycast (nft_fib6.c). Checked on Linux 6.18
+  // (test/kernel/differential.test.ts, 'a packet to the subnet-router anycast address …').
+  it.each([
+    [true, 'delivered', '0x00000001'],
+    [false, 'dropped', '0x00000002'],
+  ])('the subnet-router anycast address 2001:db8::, forwarding %s: %s', (forwarding, disposition, mark) => {
+    const text = 'table ip6 t {\n\tchain pre { type filter hook prerouting priority 0; fib daddr type anycast meta mark set 0x1; fib daddr type unicast meta mark set 0x2; }\n}\n';
+    const o = simulateOne(text, { iif: 'eth0', src: '2001:db8::99', dst: '2001:db8::', protocol: 'udp', sport: 40000, dport: 5000 }, { ...HOST, forwarding });
+    expect(o).toMatchObject({ disposition, mark });
+  });
+
   // nft_fib6_flowi_init pins the lookup of a link-local address to the packet's interface:
   // eth0 has ff00::/8 (it has an IPv6 address); wt0, which the host description gives no IPv6
   // address, is taken to have IPv6 off and so no such route (`fib daddr oif missing`).
