@@ -26,6 +26,7 @@ import type { Chain, Expr, Rule, Stmt, Table } from '../model/ast.js';
 import { isBitmaskType } from '../model/datatypes.js';
 import { constantOf, evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { fieldRefOf, readField, type FieldRef } from './packet-field.js';
+import { isAddrtypeMatch } from './match-addrtype.js';
 import { PositionTable } from './position-table.js';
 import type { RuleResult } from './evaluate-stmt.js';
 import type { HookIndex } from './pipeline.js';
@@ -61,6 +62,9 @@ interface KeyTest {
   readonly field: string;
   readonly expr: Expr;
   readonly value: bigint | string;
+  /** Whether the test may be the rule's key: iptables' addrtype is probed but never a key (for
+   * an IPv6 packet it is not fib's type, match-addrtype.ts). */
+  readonly keyable: boolean;
 }
 
 /** A field a run's leading tests read, with the type its values have when they are of the type
@@ -266,20 +270,21 @@ function keyTestOf(stmt: Stmt): KeyTest | undefined {
     value = value.replace(/\\\*$/, '*');
   }
   if (typeof value !== 'bigint' && typeof value !== 'string') return undefined;
-  return { field, expr: left, value };
+  return { field, expr: left, value, keyable: true };
 }
 
 /** The tests a rule opens with, before anything that is not such a test (a counter has no
- * effect and is passed over). */
+ * effect and is passed over); none when no test may be a key. */
 function leadingTests(rule: Rule): KeyTest[] {
   const tests: KeyTest[] = [];
+  const iptables = rule.origin?.format === 'iptables';
   for (const stmt of rule.stmts) {
     if (stmt.kind === 'counter') continue;
     const test = keyTestOf(stmt);
     if (!test) break;
-    tests.push(test);
+    tests.push(iptables && stmt.kind === 'match' && isAddrtypeMatch(stmt.expr) ? { ...test, keyable: false } : test);
   }
-  return tests;
+  return tests.some((t) => t.keyable) ? tests : [];
 }
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);
@@ -368,10 +373,10 @@ function buildRun(start: number, end: number, tests: readonly KeyTest[][], types
   };
   const keys = new Map<number, Map<KeyValue, number | number[]>>();
   tests.forEach((ruleTests, i) => {
-    let key = 0;
     const selectivity = (t: KeyTest): number => distinct.get(t.field)?.size ?? 0;
-    for (let j = 1; j < ruleTests.length; j++) {
-      if (selectivity(ruleTests[j]!) > selectivity(ruleTests[key]!)) key = j;
+    let key = ruleTests.findIndex((t) => t.keyable);
+    for (let j = key + 1; j < ruleTests.length; j++) {
+      if (ruleTests[j]!.keyable && selectivity(ruleTests[j]!) > selectivity(ruleTests[key]!)) key = j;
     }
     // The tests before the key are evaluated on the way to it: their fields are probed too.
     for (let j = 0; j < key; j++) probeFor(ruleTests[j]!);

@@ -39,6 +39,7 @@ import {
   type NatPlan,
   type RuleResult,
 } from './evaluate-stmt.js';
+import { isAddrtypeMatch } from './match-addrtype.js';
 import { findAddedTo, findResolved, positionOf, resolveLookup, type ResolvedLookup } from './lookup-element.js';
 import { applyOp, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
 import type { Loc, TraceEvent } from './outcome.js';
@@ -259,6 +260,8 @@ function pushU32(out: number[], e: U32Expr): void {
 function compileStmt(stmt: Stmt, k: number, rule: Rule, arena: CodeArena, out: number[]): boolean {
   switch (stmt.kind) {
     case 'match':
+      // iptables' addrtype of an IPv6 packet is not fib's type (match-addrtype.ts).
+      if (rule.origin?.format === 'iptables' && isAddrtypeMatch(stmt.expr)) return false;
       return compileMatch(stmt.expr, k, arena, out);
     case 'reject':
       out.push(RESULT, k, RESULT_CODES.indexOf('reject'));

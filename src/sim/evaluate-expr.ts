@@ -12,6 +12,7 @@ import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
+import { isAddrtypeMatch, matchAddrtype6 } from './match-addrtype.js';
 import { hasConntrackEntry, isIptablesRule, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
@@ -580,6 +581,7 @@ export function randomProbability(rel: Relational): number | undefined {
 
 /** Whether the packet satisfies a match statement's relational expression. */
 export function matchRelational(rel: Relational, ctx: SimContext): boolean {
+  if (ctx.family === 'ip6' && isAddrtypeMatch(rel) && isIptablesRule(ctx)) return matchAddrtype6(rel, ctx);
   const p = randomProbability(rel);
   if (p !== undefined) {
     if (p <= 0 || p >= 1) return p >= 1;

@@ -738,6 +738,18 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: regressions foun
       rulesets: [markEachHook, nft('table ip6 t {\n  chain pre {\n    type filter hook prerouting priority -300; policy accept;\n    fib daddr type anycast meta mark set 0x10\n  }\n}\n')],
       packet: { iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:1::', protocol: 'udp', sport: 40000, dport: 5000 },
     },
+    ...(
+      [
+        ["the host's own address", '2001:db8:2::10'],
+        ['a forwarded packet', '2001:db8:1::1'],
+      ] as const
+    ).map(([what, dst]) => ({
+      // xt_addrtype.c match_type6 tests classes of an IPv6 address: UNICAST holds for the host's
+      // own address too (seed 54876904, case 444). nftsim read fib's one type, local.
+      name: `ip6tables -m addrtype of ${what}`,
+      rulesets: [{ kind: 'ip6tables', text: '*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m addrtype --dst-type UNICAST -j MARK --set-xmark 0x1/0x1\n-A PREROUTING -m addrtype --dst-type LOCAL -j MARK --set-xmark 0x2/0x2\n-A PREROUTING -m addrtype ! --src-type UNICAST -j MARK --set-xmark 0x4/0x4\n-A PREROUTING -m addrtype --dst-type UNICAST,LOCAL -j MARK --set-xmark 0x8/0x8\n-A PREROUTING -m addrtype --dst-type LOCAL --limit-iface-in -j MARK --set-xmark 0x10/0x10\nCOMMIT\n', file: 'r.save' } as const],
+      packet: { iif: 'eth1', src: '2001:db8:2::20', dst, protocol: 'tcp', sport: 443, dport: 80 } as const,
+    })),
     {
       // xt_tcpmss.c: a TCP packet without an MSS option gives the match's inversion. nftsim read
       // the lowering's `tcp option maxseg size`, absent, which breaks the rule.
