@@ -120,6 +120,9 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   fc.constant({ text: 'meta priority 1:2' }),
   // The connection's accounting, which counts each packet as conntrack attaches the entry.
   fc.constantFrom('ct original packets 1', 'ct packets 2', 'ct reply packets 1', 'ct bytes > 100').map((text) => ({ text })),
+  // The transport header's ports whatever the protocol (an ICMP packet has none: the rule breaks).
+  fc.constantFrom('th dport 80', 'th sport != 40000').map((text) => ({ text })),
+  fc.constant({ text: 'meta oiftype ether', hooks: ['forward', 'output', 'postrouting'] as const }),
   // The connection's labels: a literal names a bit, tested alone (implicit) or as the whole value.
   fc.constantFrom('ct label 5', 'ct label 0', 'ct label == 5', 'ct label != 70', 'ct label { 5, 70 }').map((text) => ({ text })),
 
@@ -218,9 +221,10 @@ function statement(af: AddressFamily): fc.Arbitrary<Part> {
     { weight: 2, arbitrary: fc.constantFrom('ct mark set meta mark', 'meta mark set ct mark', 'ct mark set meta mark and 0xff', 'meta mark set ct mark and 0xffff', 'meta mark set ct mark or 0x4000').map((text) => ({ text })) },
     { weight: 1, arbitrary: fc.constantFrom('ct label set 5', 'ct label set 70').map((text) => ({ text })) },
     { weight: 1, arbitrary: fc.constant({ text: 'meta mark set meta mark and 0xffff or 0x20' }) },
+    { weight: 1, arbitrary: fc.constantFrom('meta mark set mark << 8', 'meta mark set ct mark >> 1').map((text) => ({ text })) },
     { weight: 1, arbitrary: fc.constant({ text: 'meta mark set numgen random mod 2 offset 0x10' }) },
     { weight: 1, arbitrary: fc.constant({ text: `meta mark set ${af} daddr map { ${a.server[1]} : 0x20, ${a.client[1]} : 0x4000 }` }) },
-    { weight: 1, arbitrary: fc.constantFrom(`add @${setName('d', af)} { ${af} saddr }`, `update @${setName('d', af)} { ${af} daddr }`).map((text) => ({ text })) },
+    { weight: 1, arbitrary: fc.constantFrom(`add @${setName('d', af)} { ${af} saddr }`, `update @${setName('d', af)} { ${af} daddr }`, `delete @${setName('d', af)} { ${af} saddr }`).map((text) => ({ text })) },
     { weight: 1, arbitrary: fc.constant({ text: 'notrack', hooks: TEMPLATE_HOOKS }) },
     { weight: 1, arbitrary: fc.constant({ text: 'meta priority set 1:2' }) },
     { weight: 1, arbitrary: fc.constant({ text: `${af} dscp set cs1` }) },
