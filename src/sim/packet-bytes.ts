@@ -362,6 +362,13 @@ export function readRawPayload(expr: RawPayload, ctx: SimContext): bigint | unde
   return readLocation(expr, ctx, `@${expr.base},${expr.offset},${expr.length}`);
 }
 
+/** `th sport` or `th dport` of a packet whose protocol has no ports: the transport header's first
+ * or second 16 bits, whatever they are (nft adds no dependency to `th`, nft --debug=netlink: an
+ * ICMP message's type and code, its checksum). */
+export function readTransportWord(ctx: SimContext, field: 'sport' | 'dport'): bigint | undefined {
+  return readLocation({ base: 'th', offset: field === 'sport' ? 0 : 16, length: 16 }, ctx, `th ${field}`);
+}
+
 /** The 32-bit big-endian word at byte `at` of the packet from its network header (what xt_u32
  * reads); undefined past the packet's end. */
 export function readNetworkWord(ctx: SimContext, at: number, what: string): number | undefined {

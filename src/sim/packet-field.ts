@@ -9,6 +9,7 @@ import type { Expr } from '../model/ast.js';
 import { datatypeOf } from '../model/datatypes.js';
 import { CT_STATE_BITS } from './conntrack-table.js';
 import { constantOf, fibFlagBits, fibTypeOf } from './evaluate-expr.js';
+import { readTransportWord } from './packet-bytes.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
 import { ctMarkOf, hasConntrackEntry, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 
@@ -66,6 +67,14 @@ function isOtherTransport(l4proto: number, protocol: number): boolean {
   return protocol === 0 ? !hasPorts(l4proto) : l4proto !== protocol;
 }
 
+/** A port field of another protocol's packet: -1 (the dependency fails), but for `th` the
+ * transport header's word there (packet-bytes.ts readTransportWord). */
+function transportWord(ctx: SimContext, protocol: number, field: 'sport' | 'dport'): number {
+  if (protocol !== 0) return -1;
+  const word = readTransportWord(ctx, field);
+  return word === undefined ? -1 : Number(word);
+}
+
 // The IPv4 addresses as numbers, converted once per address object (a packet's addresses are
 // replaced, never changed, so the object says whether the number is still the right one).
 let lastAddress: object | undefined;
@@ -106,9 +115,9 @@ export function readField(ctx: SimContext, field: number, arg: number, arg2: num
     case FIELD.ipDscp:
       return (arg === 4 ? ctx.family !== 'ip' : ctx.family !== 'ip6') ? -1 : p.dscp;
     case FIELD.sport:
-      return isOtherTransport(p.l4proto, arg) ? -1 : portOf(p.sport, arg, 'sport');
+      return isOtherTransport(p.l4proto, arg) ? transportWord(ctx, arg, 'sport') : portOf(p.sport, arg, 'sport');
     case FIELD.dport:
-      return isOtherTransport(p.l4proto, arg) ? -1 : portOf(p.dport, arg, 'dport');
+      return isOtherTransport(p.l4proto, arg) ? transportWord(ctx, arg, 'dport') : portOf(p.dport, arg, 'dport');
     case FIELD.tcpFlags:
       return p.l4proto !== 6 ? -1 : p.tcpFlags;
     case FIELD.icmpType:

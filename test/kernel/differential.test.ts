@@ -751,6 +751,14 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: regressions foun
       packet: { iif: 'eth1', src: '2001:db8:2::20', dst, protocol: 'tcp', sport: 443, dport: 80 } as const,
     })),
     {
+      // nft gives `th` no dependency: it reads the first words of any transport header, an ICMP
+      // message's type and code and its checksum (seed 239328361, case 1385: nftsim broke the rule
+      // for a packet without ports).
+      name: 'th sport and th dport of an ICMP echo request',
+      rulesets: [nft('table inet t {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    th sport 2048 meta mark set mark or 0x1\n    th sport != 40000 meta mark set mark or 0x2\n    th dport 0 meta mark set mark or 0x4\n  }\n}\n')],
+      packet: { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' },
+    },
+    {
       // xt_tcpmss.c: a TCP packet without an MSS option gives the match's inversion. nftsim read
       // the lowering's `tcp option maxseg size`, absent, which breaks the rule.
       name: 'iptables -m tcpmss on a SYN without options',

@@ -639,6 +639,18 @@ describe('expressions', () => {
     expect(o.mark).toBe(expected ? '0x00000001' : '0x00000000');
   });
 
+  // nft gives `th` no dependency (nft --debug=netlink: `payload load 2b @ transport header + 0`):
+  // of an ICMP echo request it reads the type and code (8, 0), then the checksum. Checked on
+  // Linux 6.18 (test/kernel/differential.test.ts, 'th sport and th dport of an ICMP echo request').
+  it.each([
+    ['th sport 2048', true],
+    ['th sport != 40000', true],
+    ['th dport 0', false],
+  ])('%s of an ICMP echo request → %s', (match, expected) => {
+    const o = simulateOne(chain('inet', 't', 'c', 'type filter hook input priority 0;', `\t\t${match} meta mark set 1`), { ...LOCAL, protocol: 'icmp' });
+    expect(o.mark).toBe(expected ? '0x00000001' : '0x00000000');
+  });
+
   // The type of an address no route reaches: IPv4 asks the local table only
   // (nft_fib4_eval_type → fib_frontend.c __inet_dev_addr_type: not there, not broadcast or
   // multicast is RTN_UNICAST); IPv6 routes it (nft_fib6.c __nft_fib6_eval_type: no route is
