@@ -2,10 +2,10 @@
 // (kernel-differential tests, issue 4), IPv4 (iptables-nft-restore) or IPv6
 // (ip6tables-nft-restore): the raw, mangle, nat and filter tables, their built-in chains and one
 // user chain each, with the matches and targets nftsim lowers (mark, connmark, conntrack,
-// addrtype, multiport, tcpmss, helper, statistic, comment, iprange, pkttype, length, ttl / hl, dscp, tos, owner,
-// u32; MARK --set-xmark and friends, CONNMARK save/restore with masks, LOG, DSCP, TOS, CLASSIFY, REJECT,
-// DNAT/SNAT with ranges, MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK, which raw runs
-// before conntrack).
+// addrtype, multiport, tcpmss, helper, connbytes, ecn, statistic, comment, iprange, pkttype,
+// length, ttl / hl, dscp, tos, owner, u32; MARK --set-xmark and friends, CONNMARK save/restore
+// with masks, LOG, DSCP, TOS, CLASSIFY, REJECT, DNAT/SNAT with ranges, MASQUERADE, REDIRECT, CT
+// --notrack / --zone and NOTRACK, which raw runs before conntrack).
 import fc from 'fast-check';
 import type { Hook } from './arbitrary-nft-rule.js';
 import { ADDRESSES, withPort, type AddressFamily } from './generated-host.js';
@@ -75,6 +75,11 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     fc.constantFrom('--dst-type LOCAL', '--src-type LOCAL', '! --dst-type LOCAL').map((t) => ({ text: `-m addrtype ${t}` })),
     // IPv6 has no broadcast type (xt_addrtype.c addrtype_mt_checkentry_v1 refuses it).
     fc.constantFrom('--dst-type UNICAST', af === 'ip' ? '--dst-type BROADCAST,MULTICAST' : '--dst-type MULTICAST', '! --src-type UNICAST', '--src-type UNSPEC').map((t) => ({ text: `-m addrtype ${t}` })),
+    // The connection's accounting, as conntrack counts the packet that carries it.
+    fc
+      .constantFrom('--connbytes 2 --connbytes-mode packets --connbytes-dir original', '--connbytes 1:1 --connbytes-mode packets --connbytes-dir reply', '--connbytes 100 --connbytes-mode bytes --connbytes-dir both', '--connbytes 0:30 --connbytes-mode avgpkt --connbytes-dir both')
+      .map((t) => ({ text: `-m connbytes ${t}` })),
+    fc.constantFrom('--ecn-ip-ect 0', '! --ecn-ip-ect 2').map((t) => ({ text: `-m ecn ${t}` })),
     // No connection has a master (no expectations): the match gives its inversion.
     fc.constantFrom('--helper ftp', '! --helper ftp').map((t) => ({ text: `-m helper ${t}` })),
     // The type the input interface's table gives (fib daddr . iif type): only where there is one.
