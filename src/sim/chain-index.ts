@@ -277,14 +277,17 @@ function keyTestOf(stmt: Stmt): KeyTest | undefined {
  * effect and is passed over); none when no test may be a key. */
 function leadingTests(rule: Rule): KeyTest[] {
   const tests: KeyTest[] = [];
-  const iptables = rule.origin?.format === 'iptables';
+  let keys = 0;
   for (const stmt of rule.stmts) {
     if (stmt.kind === 'counter') continue;
     const test = keyTestOf(stmt);
     if (!test) break;
-    tests.push(iptables && stmt.kind === 'match' && isAddrtypeMatch(stmt.expr) ? { ...test, keyable: false } : test);
+    // Its origin is read only at a fib test: one more object, cold in memory, per rule indexed.
+    const keyable = !(stmt.kind === 'match' && isAddrtypeMatch(stmt.expr) && rule.origin?.format === 'iptables');
+    tests.push(keyable ? test : { ...test, keyable });
+    if (keyable) keys++;
   }
-  return tests.some((t) => t.keyable) ? tests : [];
+  return keys > 0 ? tests : [];
 }
 
 const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER);

@@ -261,7 +261,7 @@ function compileStmt(stmt: Stmt, k: number, rule: Rule, arena: CodeArena, out: n
   switch (stmt.kind) {
     case 'match':
       // iptables' addrtype of an IPv6 packet is not fib's type (match-addrtype.ts).
-      if (rule.origin?.format === 'iptables' && isAddrtypeMatch(stmt.expr)) return false;
+      if (isAddrtypeMatch(stmt.expr) && rule.origin?.format === 'iptables') return false;
       return compileMatch(stmt.expr, k, arena, out);
     case 'reject':
       out.push(RESULT, k, RESULT_CODES.indexOf('reject'));
