@@ -173,6 +173,13 @@ describe('other statements', () => {
     expect(simulateOne(text, LOCAL).mark).toBe(mark);
   });
 
+  it('ct helper of a packet the input gives as related is not modelled (its master is not known)', () => {
+    const text = 'table inet t {\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct helper "ftp" meta mark set 1\n\t}\n}\n';
+    const o = simulateOne(text, { ...LOCAL, ct: { state: 'related' } });
+    expect(o.trace.find((e) => e.kind === 'unsupported')?.reason).toContain("ct helper of a packet given as related");
+    expect(o.uncertain).toBe(true);
+  });
+
   // xt_tcpmss.c gives the match's inversion for a TCP packet without an MSS option (nftsim's
   // have none), where nft's `tcp option maxseg size` breaks the rule (nft_exthdr.c). Checked on
   // Linux 6.18 (test/kernel/differential.test.ts, 'iptables -m tcpmss on a SYN without options').
