@@ -266,6 +266,21 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
     dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -m rpfilter --invert -j DROP\nCOMMIT\n',
     packet: SYN,
   },
+  // xt_rpfilter.c: the route back to a source on eth1's network leaves through eth1, not the
+  // input interface; `--loose` takes any interface. A source that is the host's own address
+  // passes only with `--accept-local`.
+  ...(
+    [
+      ['a source routed out another interface', '', '198.51.100.77'],
+      ['a source routed out another interface, --loose', ' --loose', '198.51.100.77'],
+      ["the host's own address as source", '', '192.0.2.10'],
+      ["the host's own address as source, --accept-local", ' --accept-local', '192.0.2.10'],
+    ] as const
+  ).map(([what, options, src]) => ({
+    name: `xt rpfilter: ${what}`,
+    dump: `*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -m rpfilter${options} --invert -j DROP\nCOMMIT\n`,
+    packet: { ...SYN, src },
+  })),
 ];
 
 let harness: Promise<KernelHarness> | undefined;
