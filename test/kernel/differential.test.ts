@@ -569,6 +569,18 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
       rulesets: rules(`${RELATED_MARKS}table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n`),
       packets: [{ iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 }, { reply: true, protocol: 'icmp', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' }],
     },
+    ...(['icmp', 'icmpv6'] as const).map((protocol) => ({
+      // A parameter problem is an error too (icmp_is_err; ICMPv6 types below 128): related to the
+      // connection of the packet it quotes.
+      name: `an ${protocol === 'icmp' ? 'ICMP' : 'ICMPv6'} parameter problem about a UDP packet is related`,
+      rulesets: rules(RELATED_MARKS),
+      packets: [
+        protocol === 'icmp'
+          ? { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 }
+          : { iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:2::20', protocol: 'udp', sport: 40000, dport: 53 },
+        { reply: true, protocol, icmpType: 'parameter-problem' },
+      ],
+    })),
     {
       name: 'an ICMPv6 error about a masqueraded UDP packet is related and un-masqueraded',
       rulesets: rules(`${RELATED_MARKS}table ip6 nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" masquerade\n  }\n}\n`),

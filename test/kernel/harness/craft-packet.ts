@@ -74,7 +74,10 @@ const TCP_FLAG_BITS: readonly (readonly [string, number])[] = [
 /** ICMP and ICMPv6 echo types (include/uapi/linux/icmp.h, icmpv6.h). */
 const ECHO_TYPES = { icmp: { 'echo-request': 8, 'echo-reply': 0 }, icmpv6: { 'echo-request': 128, 'echo-reply': 129 } } as const;
 /** The error types the harness crafts, by nft's names. */
-const ERROR_TYPES = { icmp: { 'destination-unreachable': 3, 'time-exceeded': 11 }, icmpv6: { 'destination-unreachable': 1, 'time-exceeded': 3 } } as const;
+const ERROR_TYPES = {
+  icmp: { 'destination-unreachable': 3, 'time-exceeded': 11, 'parameter-problem': 12 },
+  icmpv6: { 'destination-unreachable': 1, 'time-exceeded': 3, 'parameter-problem': 4 },
+} as const;
 export type IcmpErrorType = keyof (typeof ERROR_TYPES)['icmp'];
 /** ICMPv6 neighbour discovery and MLD messages the harness crafts, by nft's names, with the
  * length of each (RFC 4861, RFC 2710): conntrack leaves them untracked. */
