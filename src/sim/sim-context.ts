@@ -190,8 +190,10 @@ export function hasConntrackEntry(ctx: SimContext): boolean {
  * Its tuples are zero (nf_ct_tmpl_alloc zeroes the template): xt_conntrack's address, port and
  * protocol tests compare zeros (kernel-checked: `--ctorigdst X` after CT --zone does not match,
  * `! --ctorigdst X` does).
- * What an iptables rule reads of the template; undefined without one or for an nft rule;
- * NotModelled for another key (a template's counters and timeout). */
+ * Its counters are none: xt_connbytes gives no match without accounting (nf_conn_acct_find;
+ * kernel-checked, seed 2076553586).
+ * What an iptables rule reads of the template; undefined without one, for an nft rule and for
+ * what gives no match; NotModelled for another key (a template's timeout). */
 export function templateKey(ctx: SimContext, key: string): number | undefined {
   if (!hasZoneTemplate(ctx) || !isIptablesRule(ctx)) return undefined;
   switch (key) {
@@ -205,6 +207,10 @@ export function templateKey(ctx: SimContext, key: string): number | undefined {
       return 0;
     case 'status':
       return IPS.template | IPS.confirmed;
+    case 'packets':
+    case 'bytes':
+    case 'avgpkt':
+      return undefined;
     default:
       throw new NotModelled(`ct ${key} of a conntrack zone template (before conntrack, after a zone was set)`);
   }

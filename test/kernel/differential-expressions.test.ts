@@ -262,6 +262,13 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
     packet: SYN,
   },
   {
+    // xt_connbytes.c gives no match without accounting, which a template has none of (seed
+    // 2076553586, case 806: nftsim reported the template's counters as not modelled).
+    name: 'xt connbytes after CT --zone reads no accounting',
+    dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -m connbytes --connbytes 0:5 --connbytes-mode packets --connbytes-dir original -j DROP\n-A PREROUTING -m connbytes --connbytes 0:30 --connbytes-mode avgpkt --connbytes-dir both -j DROP\nCOMMIT\n',
+    packet: SYN,
+  },
+  {
     name: 'xt rpfilter in raw PREROUTING',
     dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -m rpfilter --invert -j DROP\nCOMMIT\n',
     packet: SYN,

@@ -256,6 +256,15 @@ describe('iptables xt extensions kept as xt matches', () => {
     expect(o.mark).toBe(mark);
   });
 
+  // xt_connbytes.c: no accounting on the template (nf_conn_acct_find), no match, even for a
+  // range holding 0. Checked on Linux 6.18 (test/kernel/differential-expressions.test.ts).
+  it.each(['--connbytes 0:5 --connbytes-mode packets --connbytes-dir original', '--connbytes 0:30 --connbytes-mode avgpkt --connbytes-dir both'])('connbytes %s after CT --zone does not match', (test) => {
+    const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -m connbytes ${test} -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    const o = simulateOne(dump, LOCAL);
+    expect(o.uncertain).toBe(false);
+    expect(o.mark).toBe('0x00000000');
+  });
+
   it('CONNMARK --save-mark after CT --zone is not modelled (the template is shared)', () => {
     const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -j CONNMARK --save-mark\nCOMMIT\n`;
     expect(simulateOne(dump, LOCAL).trace.find((e) => e.kind === 'unsupported')?.reason).toContain('zone template');
