@@ -9,7 +9,7 @@ import { anycastInterfaceOf, isBroadcastAddress, isIpv6LinkLocal, isMulticastAdd
 import { HOST_KEY } from './route-rules.js';
 import { CT_STATE_BITS, invertTransport } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
-import { readPayloadField, readRawPayload, readTransportWord } from './packet-bytes.js';
+import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
 import { isAddrtypeMatch, matchAddrtype6 } from './match-addrtype.js';
@@ -121,7 +121,7 @@ function payloadValue(expr: Extract<Expr, { kind: 'payload' }>, ctx: SimContext)
     case 'th': {
       // nft adds the dependency `meta l4proto <protocol>` to a transport field (src/payload.c
       // payload_gen_dependency), none to `th`, which reads any transport header's first words.
-      if (protocol === 'th' && !hasPorts(p.l4proto)) return field === 'sport' || field === 'dport' ? readTransportWord(ctx, field) : readPayloadField(expr, ctx);
+      if (protocol === 'th' && !hasPorts(p.l4proto)) return readPayloadField(expr, ctx);
       if (protocol !== 'th' && p.l4proto !== L4_NUMBERS[protocol]) return undefined;
       if (field === 'sport') return num(p.sport);
       if (field === 'dport') return num(p.dport);

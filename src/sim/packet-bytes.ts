@@ -362,13 +362,6 @@ export function readRawPayload(expr: RawPayload, ctx: SimContext): bigint | unde
   return readLocation(expr, ctx, `@${expr.base},${expr.offset},${expr.length}`);
 }
 
-/** `th sport` or `th dport` of a packet whose protocol has no ports: the transport header's first
- * or second 16 bits, whatever they are (nft adds no dependency to `th`, nft --debug=netlink: an
- * ICMP message's type and code, its checksum). */
-export function readTransportWord(ctx: SimContext, field: 'sport' | 'dport'): bigint | undefined {
-  return readLocation({ base: 'th', offset: field === 'sport' ? 0 : 16, length: 16 }, ctx, `th ${field}`);
-}
-
 /** The 32-bit big-endian word at byte `at` of the packet from its network header (what xt_u32
  * reads); undefined past the packet's end. */
 export function readNetworkWord(ctx: SimContext, at: number, what: string): number | undefined {
@@ -379,12 +372,14 @@ export function readNetworkWord(ctx: SimContext, at: number, what: string): numb
 /** Whether nft's dependency of a header field holds for the packet: the network family for ip
  * and ip6 fields (meta nfproto in inet tables), the transport protocol for transport fields
  * (meta l4proto, src/payload.c payload_gen_dependency), a link layer for ether fields (meta
- * iiftype ether), the ICMP type for ICMP fields that exist for some types only. */
+ * iiftype ether), the ICMP type for ICMP fields that exist for some types only. `th` has none
+ * (nft --debug=netlink): it reads any transport header nftsim has the bytes of, an ICMP
+ * message's type and code, its checksum. */
 function isDependencyMet(protocol: string, spec: FieldSpec, ctx: SimContext): boolean {
   const p = ctx.pkt;
   if (protocol === 'ip' || protocol === 'ip6') return ctx.family === protocol;
   if (protocol === 'ether') return ctx.iif !== undefined && ctx.iif !== 'lo';
-  if (protocol === 'th') return TRANSPORT_LENGTH[p.l4proto] !== undefined && p.l4proto !== 1 && p.l4proto !== 58;
+  if (protocol === 'th') return TRANSPORT_LENGTH[p.l4proto] !== undefined;
   if (p.l4proto !== L4_NUMBERS[protocol]) return false;
   return !spec.icmpTypes || spec.icmpTypes.includes(p.icmpType ?? -1);
 }
@@ -403,10 +398,15 @@ export function payloadFieldBits(protocol: string, field: string): number {
 /** A named header field (`ip id`, `tcp window`, `icmp mtu`…); undefined for NFT_BREAK or an
  * unmet dependency (the rule does not match). */
 export function readPayloadField(expr: Payload, ctx: SimContext): bigint | undefined {
-  const spec = fieldSpec(expr.protocol, expr.field);
-  if (!isDependencyMet(expr.protocol, spec, ctx)) return undefined;
-  const name = `${expr.protocol} ${expr.field}`;
-  if (CHECKSUM_FIELDS.has(name)) checkChecksumKnown(expr.protocol, ctx);
+  return readHeaderField(expr.protocol, expr.field, ctx);
+}
+
+/** readPayloadField of `protocol field`, for the compiled rules, which keep no expression. */
+export function readHeaderField(protocol: string, field: string, ctx: SimContext): bigint | undefined {
+  const spec = fieldSpec(protocol, field);
+  if (!isDependencyMet(protocol, spec, ctx)) return undefined;
+  const name = `${protocol} ${field}`;
+  if (CHECKSUM_FIELDS.has(name)) checkChecksumKnown(protocol, ctx);
   return readLocation(spec, ctx, name);
 }
 

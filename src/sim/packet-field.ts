@@ -9,7 +9,7 @@ import type { Expr } from '../model/ast.js';
 import { datatypeOf } from '../model/datatypes.js';
 import { CT_STATE_BITS } from './conntrack-table.js';
 import { constantOf, fibFlagBits, fibTypeOf } from './evaluate-expr.js';
-import { readTransportWord } from './packet-bytes.js';
+import { readHeaderField } from './packet-bytes.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
 import { ctMarkOf, hasConntrackEntry, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 
@@ -68,10 +68,10 @@ function isOtherTransport(l4proto: number, protocol: number): boolean {
 }
 
 /** A port field of another protocol's packet: -1 (the dependency fails), but for `th` the
- * transport header's word there (packet-bytes.ts readTransportWord). */
+ * transport header's word there (`th` has no dependency, packet-bytes.ts). */
 function transportWord(ctx: SimContext, protocol: number, field: 'sport' | 'dport'): number {
   if (protocol !== 0) return -1;
-  const word = readTransportWord(ctx, field);
+  const word = readHeaderField('th', field, ctx);
   return word === undefined ? -1 : Number(word);
 }
 
