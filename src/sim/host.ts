@@ -251,6 +251,8 @@ export function formatCidr(cidr: Cidr): string {
  * address (its local routes), and the route of a table for it. */
 interface HostTables {
   readonly owners: Readonly<Record<AddressFamily, PrefixTable<HostInterface>>>;
+  /** A forwarding host's IPv6 subnet-router anycast addresses (subnetRouterAnycast), by owner. */
+  readonly anycast: PrefixTable<HostInterface>;
   /** By routing table, then family. */
   readonly routes: ReadonlyMap<string, Readonly<Record<AddressFamily, PrefixTable<HostRoute>>>>;
 }
@@ -259,9 +261,12 @@ const tablesOf = memoByObject(buildTables);
 
 function buildTables(host: Host): HostTables {
   const owners = { ip: new PrefixTable<HostInterface>('ip'), ip6: new PrefixTable<HostInterface>('ip6') };
+  const anycast = new PrefixTable<HostInterface>('ip6');
   for (const iface of host.interfaces) {
     for (const a of iface.addresses) {
       owners[a.family].add(a.n, familyBits(a.family), iface);
+      const subnetRouter = host.forwarding ? subnetRouterAnycast(a) : undefined;
+      if (subnetRouter !== undefined) anycast.add(subnetRouter, 128, iface);
       // The kernel's local route for 127.0.0.1/8 covers the whole prefix (fib_add_ifaddr adds
       // a local route for the prefix of a loopback address).
       if (iface.name === 'lo') owners[a.family].add(a.n, a.prefix, iface);
@@ -276,7 +281,7 @@ function buildTables(host: Host): HostTables {
     }
     table[route.dst.family].add(route.dst.n, route.dst.prefix, route);
   }
-  return { owners, routes };
+  return { owners, anycast, routes };
 }
 
 /** The interface owning `address` as a local address (127/8 and ::1 are lo's): the most specific
@@ -285,16 +290,18 @@ export function localInterfaceOf(host: Host, address: Address): HostInterface | 
   return tablesOf(host).owners[address.family].lookup(address.n);
 }
 
-/** The interface whose IPv6 subnet-router anycast address (an address's prefix, not ::) `address`
- * is: a forwarding host joins the one of each of its addresses with a prefix shorter than /127
- * (addrconf_join_anycast), a local route of type anycast that delivers to input
- * (ip6_rt_init_dst). */
+/** The interface whose IPv6 subnet-router anycast address `address` is, on a forwarding host: a
+ * local route of type anycast, which delivers to input (ip6_rt_init_dst). */
 export function anycastInterfaceOf(host: Host, address: Address): HostInterface | undefined {
-  if (address.family !== 'ip6' || !host.forwarding || address.n === 0n) return undefined;
-  for (const iface of host.interfaces) {
-    for (const c of iface.addresses) if (c.family === 'ip6' && c.prefix < 127 && (c.n & prefixMask(128, c.prefix)) === address.n) return iface;
-  }
-  return undefined;
+  return address.family === 'ip6' ? tablesOf(host).anycast.lookup(address.n) : undefined;
+}
+
+/** The subnet-router anycast address a forwarding host joins for its address `c`: the prefix of
+ * an IPv6 address shorter than /127, unless that is :: (addrconf_join_anycast). */
+function subnetRouterAnycast(c: Cidr): bigint | undefined {
+  if (c.family !== 'ip6' || c.prefix >= 127) return undefined;
+  const anycast = c.n & prefixMask(128, c.prefix);
+  return anycast === 0n ? undefined : anycast;
 }
 
 /** Whether the host's local table has a broadcast route for the IPv4 address: the limited
@@ -361,15 +368,11 @@ export function joinsGroup(host: Host, ifname: string, group: Address): boolean 
   if (host.forwarding && group.n === IPV6_ALL_ROUTERS) return true;
   if (group.n >> 24n !== IPV6_SOLICITED_NODE >> 24n) return false;
   const low = group.n & 0xffffffn;
-  return addressesOf(host, ifname).some(
-    (c) => c.family === 'ip6' && ((c.n & 0xffffffn) === low || (host.forwarding && c.prefix < 127 && isSolicitedByAnycast(c, low))),
-  );
-}
-
-/** Whether the subnet-router anycast address of `c` (its prefix, not ::) has these low 24 bits. */
-function isSolicitedByAnycast(c: Cidr, low: bigint): boolean {
-  const anycast = c.n & prefixMask(128, c.prefix);
-  return anycast !== 0n && (anycast & 0xffffffn) === low;
+  return addressesOf(host, ifname).some((c) => {
+    if (c.family !== 'ip6') return false;
+    const anycast = host.forwarding ? subnetRouterAnycast(c) : undefined;
+    return (c.n & 0xffffffn) === low || (anycast !== undefined && (anycast & 0xffffffn) === low);
+  });
 }
 
 /** An IPv4 broadcast address ends in two set bits at least: most addresses are told apart by that
