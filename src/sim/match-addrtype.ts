@@ -5,10 +5,8 @@
 // inet_dev_addr_type, which is what fib's type says.
 
 import type { Expr, Relational } from '../model/ast.js';
-import type { Address } from './address.js';
-import { literalValue } from './evaluate-expr.js';
-import { anycastInterfaceOf, isMulticastAddress, localInterfaceOf, lookupRoute } from './host.js';
-import { HOST_KEY } from './route-rules.js';
+import { fibFlagBits, fibTypeOf, literalValue } from './evaluate-expr.js';
+import { isMulticastAddress } from './host.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
 /** Whether a match is iptables' addrtype as the lowering writes it: a test of fib's type. */
@@ -33,35 +31,27 @@ export function matchAddrtype6(rel: Relational, ctx: SimContext): boolean {
     if (typeof n !== 'bigint') throw new NotModelled('iptables match addrtype with a type that is not a name');
     mask |= 1 << Number(n);
   }
-  const address = fib.flags.includes('saddr') ? ctx.pkt.src : ctx.pkt.dst;
-  const dev = fib.flags.includes('iif') ? ctx.iif : fib.flags.includes('oif') ? ctx.oif : undefined;
-  return matchType6(address, mask, dev, ctx) !== (rel.op === '!=');
+  return matchType6(fib, mask, ctx) !== (rel.op === '!=');
 }
 
 /** match_type6: each class the mask names must be the address's (ipv6_addr_type: every address
- * but ::, a multicast one and a v4-mapped one is unicast), and of the types the route gives one
- * must be in the mask. */
-function matchType6(address: Address, mask: number, dev: string | undefined, ctx: SimContext): boolean {
+ * but ::, a multicast one and a v4-mapped one is unicast), and of the types the route gives
+ * (match_lookup_rt6: LOCAL, ANYCAST, or UNREACHABLE for no route) one must be in the mask. The
+ * route's type is the one fib reads; through an interface (`--limit-iface`) the kernel's lookup
+ * is strict, which fib's is not but for a local address. */
+function matchType6(fib: Extract<Expr, { kind: 'fib' }>, mask: number, ctx: SimContext): boolean {
+  const address = fib.flags.includes('saddr') ? ctx.pkt.src : ctx.pkt.dst;
   const multicast = isMulticastAddress(address);
   const unspec = address.n === 0n;
   const unicast = !multicast && !unspec && address.n >> 32n !== 0xffffn;
   if ((mask & BIT.MULTICAST) !== 0 && !multicast) return false;
   if ((mask & BIT.UNICAST) !== 0 && !unicast) return false;
   if ((mask & BIT.UNSPEC) !== 0 && !unspec) return false;
-  if ((mask & (BIT.LOCAL | BIT.ANYCAST | BIT.UNREACHABLE)) === 0) return true;
-  return (mask & routeType6(address, mask, dev, ctx)) !== 0;
-}
-
-/** match_lookup_rt6: the route's local and anycast flags; no route, or one that rejects, is
- * UNREACHABLE. Through an interface the lookup is strict (ip6_route_output_flags, no source):
- * only that interface's own address is local there. */
-function routeType6(address: Address, mask: number, dev: string | undefined, ctx: SimContext): number {
-  const owner = localInterfaceOf(ctx.host, address);
-  if (dev !== undefined) {
-    if ((mask & (BIT.ANYCAST | BIT.UNREACHABLE)) !== 0) throw new NotModelled('iptables match addrtype of IPv6 with --limit-iface and ANYCAST or UNREACHABLE (a route lookup through one interface)');
-    return owner?.name === dev ? BIT.LOCAL : 0;
+  const routed = BIT.LOCAL | BIT.ANYCAST | BIT.UNREACHABLE;
+  if ((mask & routed) === 0) return true;
+  const throughDevice = fib.flags.includes('iif') || fib.flags.includes('oif');
+  if (throughDevice && (mask & (BIT.ANYCAST | BIT.UNREACHABLE)) !== 0) {
+    throw new NotModelled('iptables match addrtype of IPv6 with --limit-iface and ANYCAST or UNREACHABLE (a route lookup through one interface)');
   }
-  if (owner) return BIT.LOCAL;
-  if (anycastInterfaceOf(ctx.host, address)) return BIT.ANYCAST;
-  return lookupRoute(ctx.host, address, HOST_KEY) ? 0 : BIT.UNREACHABLE;
+  return (mask & routed & (1 << fibTypeOf(fibFlagBits(fib.flags), ctx))) !== 0;
 }
