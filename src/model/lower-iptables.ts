@@ -567,8 +567,10 @@ class RuleLowering {
     const o = m.options[0];
     if (o === undefined || o.value.type !== 'icmp-type' || o.value.icmpType === undefined) return false;
     const proto = m.name === 'icmp' ? 'icmp' : 'icmpv6';
-    if (o.value.name === 'any' && !o.negated) {
-      // Every ICMP type: only the protocol is tested.
+    if (o.value.name === 'any') {
+      // Every ICMP type: only the protocol is tested. `! any` never matches (ip_tables.c
+      // icmp_type_code_match), which no nft expression of the type says: it stays xt.
+      if (o.negated) return false;
       const left = this.family === 'ip' ? payload(o.span, 'ip', 'protocol') : meta(o.span, 'l4proto');
       this.match(o.span, left, 'implicit', lit(o.span, this.family === 'ip' ? 'icmp' : 'ipv6-icmp'));
       return true;

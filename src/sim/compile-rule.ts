@@ -250,6 +250,10 @@ export function compileRule(rule: Rule, arena: CodeArena): number {
   return start;
 }
 
+function isOwnerKey(expr: Expr): boolean {
+  return expr.kind === 'meta' && (expr.key === 'skuid' || expr.key === 'skgid');
+}
+
 function pushU32(out: number[], e: U32Expr): void {
   const [first, second] = e.ops;
   out.push(e.ref.field, e.ref.arg, e.ref.arg2, first?.op ?? 0, first?.value ?? 0, second?.op ?? 0, second?.value ?? 0);
@@ -260,8 +264,9 @@ function pushU32(out: number[], e: U32Expr): void {
 function compileStmt(stmt: Stmt, k: number, rule: Rule, arena: CodeArena, out: number[]): boolean {
   switch (stmt.kind) {
     case 'match':
-      // iptables' addrtype of an IPv6 packet is not fib's type (match-addrtype.ts).
-      if (isAddrtypeMatch(stmt.expr) && rule.origin?.format === 'iptables') return false;
+      // iptables' addrtype of an IPv6 packet is not fib's type (match-addrtype.ts), and its owner
+      // match without a socket gives an inversion where nft's keys break (evaluate-expr.ts).
+      if (rule.origin?.format === 'iptables' && (isAddrtypeMatch(stmt.expr) || isOwnerKey(stmt.expr.left))) return false;
       return compileMatch(stmt.expr, k, arena, out);
     case 'reject':
       out.push(RESULT, k, RESULT_CODES.indexOf('reject'));

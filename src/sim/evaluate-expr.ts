@@ -78,6 +78,10 @@ export function constantOf(lit: Literal): RtValue | undefined {
 
 // Transport protocols nft's payload expressions depend on by number (src/proto.c): a field of one
 // of them does not match a packet of another (meta l4proto dependency).
+/** `meta skuid`/`skgid` of an iptables owner match without a socket: below every uid, so that
+ * equality and ranges fail and their negations hold. */
+const NO_OWNER = -1n;
+
 const OTHER_TRANSPORTS: Readonly<Record<string, number>> = { igmp: 2, gre: 47, esp: 50, ah: 51, comp: 108 };
 
 /** Header fields: the common ones straight from the packet state (the simulator's hot path),
@@ -189,8 +193,11 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
     case 'skuid':
     case 'skgid': {
       const id = key === 'skuid' ? p.skuid : p.skgid;
-      // Only a locally generated packet has a socket (nft_meta.c: no sk → NFT_BREAK).
-      if (ctx.iif !== undefined || id === undefined) return undefined;
+      // Only a locally generated packet has a socket (nft_meta.c: no sk → NFT_BREAK). iptables'
+      // owner match, which the lowering lists as these keys, is xt_owner in the kernel: without a
+      // socket it matches when every test it makes is negated (`(match ^ invert) == 0`), so each
+      // test gives its inversion, as a uid no test names does.
+      if (ctx.iif !== undefined || id === undefined) return isIptablesRule(ctx) ? NO_OWNER : undefined;
       return BigInt(id);
     }
     case 'nftrace':

@@ -484,6 +484,9 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
       return matchRpfilter(stmt, ctx);
     case 'recent':
       return matchRecent(stmt, ctx);
+    case 'icmp':
+    case 'icmp6':
+      return matchIcmp(stmt, ctx);
     case 'u32':
       return matchU32(stmt, ctx);
     case 'tos':
@@ -495,6 +498,20 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
     default:
       throw new NotModelled(XT_NOT_MODELLED[stmt.name] ?? `iptables match ${stmt.name}`);
   }
+}
+
+/** The icmp and icmp6 matches the lowering keeps as xt (`! --icmp-type any`, a negated code
+ * range): ip_tables.c icmp_type_code_match, `(type 255 (any, IPv4 only) || type == t && min <=
+ * code <= max) ^ invert`, of the header after the `-p icmp` the match requires. */
+function matchIcmp(stmt: XtExtensionStmt, ctx: SimContext): boolean {
+  const [o] = stmt.options;
+  if (stmt.options.length !== 1 || o?.value.type !== 'icmp-type' || o.value.icmpType === undefined) throw new NotModelled(`iptables match ${stmt.name} without one --icmp-type`);
+  const { icmpType, code } = o.value;
+  const p = ctx.pkt;
+  if (p.icmpType === undefined) throw new NotModelled(`iptables match ${stmt.name} of a packet that is not ICMP`);
+  const packetCode = p.icmpCode ?? 0;
+  const any = stmt.name === 'icmp' && icmpType === 0xff;
+  return (any || (p.icmpType === icmpType && packetCode >= (code?.from ?? 0) && packetCode <= (code?.to ?? 0xff))) !== o.negated;
 }
 
 /** xt_rpfilter.c rpfilter_mt (prerouting only): a packet from lo passes; otherwise the route

@@ -110,7 +110,10 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     fc.constantFrom('0x00', '0x08').map((d) => ({ text: `-m dscp --dscp ${d}` })),
     // The whole byte (DSCP and ECN) under a mask, as iptables-save writes it.
     fc.constantFrom('--tos 0x23/0xff', '! --tos 0x00/0x3f', '--tos 0x20/0xfc').map((t) => ({ text: `-m tos ${t}` })),
-    fc.constantFrom('--uid-owner 0', '--uid-owner 1000', '--gid-owner 0').map((o) => ({ text: `-m owner ${o}`, hooks: ['output', 'postrouting'] as const })),
+    // A forwarded packet has no socket: xt_owner matches when every test is negated.
+    fc
+      .constantFrom('--uid-owner 0', '--uid-owner 1000', '--gid-owner 0', '! --uid-owner 0', '! --gid-owner 0-5', '! --uid-owner 1000 ! --gid-owner 1000', '! --uid-owner 0 --gid-owner 0')
+      .map((o) => ({ text: `-m owner ${o}`, hooks: ['output', 'postrouting'] as const })),
     // Words of the network header (not the ports, which NAT may pick at random, nor a quote).
     fc
       .constantFrom(...(af === 'ip' ? ['--u32 "6&0xFF=6"', '! --u32 "8>>24=64"', '--u32 "0>>28=4&&0&0xFFFF=0:60"'] : ['--u32 "4>>8&0xFF=6"', '! --u32 "4&0xFF=64"']))
@@ -133,6 +136,9 @@ function proto(af: AddressFamily): fc.Arbitrary<NonNullable<IptRule['proto']>> {
     af === 'ip' ? { text: '-p icmp -m icmp --icmp-type 8', proto: 'icmp' } : { text: '-p ipv6-icmp -m icmp6 --icmpv6-type 128', proto: 'icmp' },
     // The type by name, as a hand-written restore file gives it.
     af === 'ip' ? { text: '-p icmp -m icmp --icmp-type echo-request', proto: 'icmp' } : { text: '-p ipv6-icmp -m icmp6 --icmpv6-type echo-request', proto: 'icmp' },
+    // `any` holds for every type, `! any` for none; a negated type with a code.
+    af === 'ip' ? { text: '-p icmp -m icmp ! --icmp-type any', proto: 'icmp' } : { text: '-p ipv6-icmp -m icmp6 ! --icmpv6-type 128', proto: 'icmp' },
+    af === 'ip' ? { text: '-p icmp -m icmp ! --icmp-type 3/1', proto: 'icmp' } : { text: '-p ipv6-icmp -m icmp6 ! --icmpv6-type 1/4', proto: 'icmp' },
   );
 }
 

@@ -189,6 +189,25 @@ describe('other statements', () => {
   ])('the MSS of a SYN without options: %s', (_name, text, mark) => {
     expect(simulateOne(text, LOCAL).mark).toBe(mark);
   });
+  // xt_owner.c without a socket (here a forwarded packet): `(match ^ invert) == 0`, so the rule
+  // matches when each of its tests is negated, where nft's `meta skuid` (the lowering's listing of
+  // the match) breaks. Checked on Linux 6.18 (test/kernel/differential-expressions.test.ts, 'xt
+  // owner … of a forwarded packet').
+  it.each([
+    ['! --uid-owner 0', '0x00000001'],
+    ['--uid-owner 0', '0x00000000'],
+    ['! --gid-owner 0-5', '0x00000001'],
+    ['! --uid-owner 0 ! --gid-owner 0', '0x00000001'],
+    ['! --uid-owner 0 --gid-owner 0', '0x00000000'],
+  ])('iptables -m owner %s of a packet without a socket → mark %s', (test, mark) => {
+    const dump = `*mangle\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -m owner ${test} -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    expect(simulateOne(dump, FORWARDED).mark).toBe(mark);
+  });
+
+  it('nft meta skuid of a packet without a socket breaks, negated or not', () => {
+    const text = 'table ip t {\n\tchain c {\n\t\ttype filter hook postrouting priority 0;\n\t\tmeta skuid != 0 meta mark set 1\n\t}\n}\n';
+    expect(simulateOne(text, FORWARDED).mark).toBe('0x00000000');
+  });
 });
 
 describe('iptables xt extensions kept as xt matches', () => {
@@ -203,6 +222,21 @@ describe('iptables xt extensions kept as xt matches', () => {
   ])('%s → mark %s', (match, mark) => {
     const dump = `*mangle\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp ${match} -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
     const o = simulateOne(dump, LOCAL);
+    expect(o.trace.filter((e) => e.kind === 'unsupported')).toEqual([]);
+    expect(o.mark).toBe(mark);
+  });
+
+  // ip_tables.c icmp_type_code_match of an echo request: `any` holds for every type and `! any`
+  // for none (nft's listing of it shows the protocol test only); a negated code range. Checked on
+  // Linux 6.18 (test/kernel/differential-expressions.test.ts, 'xt icmp …').
+  it.each([
+    ['! --icmp-type any', '0x00000000'],
+    ['--icmp-type any', '0x00000001'],
+    ['! --icmp-type 3/1', '0x00000001'],
+    ['! --icmp-type 8', '0x00000000'],
+  ])('-p icmp -m icmp %s of an echo request → mark %s', (test, mark) => {
+    const dump = `*mangle\n:INPUT ACCEPT [0:0]\n-A INPUT -p icmp -m icmp ${test} -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    const o = simulateOne(dump, { ...LOCAL, protocol: 'icmp', icmpType: 'echo-request' });
     expect(o.trace.filter((e) => e.kind === 'unsupported')).toEqual([]);
     expect(o.mark).toBe(mark);
   });
