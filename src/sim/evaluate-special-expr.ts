@@ -19,6 +19,22 @@ function absent(field: string | undefined): bigint | undefined {
   return field === undefined ? 0n : undefined;
 }
 
+/** A field of the MSS option (kind 2, length 4); its existence reads 1. */
+function mssOptionField(field: string | undefined, mss: number): bigint | undefined {
+  switch (field) {
+    case undefined:
+      return 1n;
+    case 'kind':
+      return 2n;
+    case 'length':
+      return 4n;
+    case 'size':
+      return BigInt(mss);
+    default:
+      return undefined;
+  }
+}
+
 /** Interface MTUs: the host model has none; veth and Ethernet default to 1500, loopback to 65536
  * (drivers/net/loopback.c LOOPBACK_MTU). */
 function mtuOf(dev: string): number {
@@ -223,9 +239,10 @@ export function evaluateSpecialExpr(expr: SpecialExpr, ctx: SimContext): RtValue
     case 'tcp-option':
       // nft_exthdr_tcp_eval: no TCP header (another protocol) or no such option → absent; nft
       // adds no protocol dependency (nft --debug=netlink 1.0.6). nftsim's TCP packets have no
-      // options (data offset 5). iptables' tcpmss match, lowered to the MSS option's size, is
-      // xt_tcpmss in the kernel, which gives its inversion without the option: a size no range
-      // holds (-1) does that.
+      // options (data offset 5) but the MSS option iptables' TCPMSS inserts. iptables' tcpmss
+      // match, lowered to the MSS option's size, is xt_tcpmss in the kernel, which gives its
+      // inversion without the option: a size no range holds (-1) does that.
+      if (expr.option === 'maxseg' && p.l4proto === 6 && p.tcpMss !== undefined) return mssOptionField(expr.field, p.tcpMss);
       if (expr.option === 'maxseg' && expr.field === 'size' && isIptablesRule(ctx)) return -1n;
       return absent(expr.field);
     case 'ip-option':

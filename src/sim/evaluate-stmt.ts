@@ -17,7 +17,7 @@ import { matchU32 } from './match-u32.js';
 import { matchTos, setTos } from './xt-tos.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
-import { writePayload } from './packet-bytes.js';
+import { headersLength, TCP_MSS_LENGTH, writePayload } from './packet-bytes.js';
 import { natField, natKeyOf, replyTransport, uniqueTuple, type NatRequest, type NatValue } from './unique-tuple.js';
 import { NAT_MANIP } from './pipeline.js';
 import { L4_NUMBERS, type CtStateName } from './packet.js';
@@ -310,16 +310,36 @@ function integerOf(value: RtValue | undefined, what: string): number {
  * and later packets of the flow are not rewritten back). A field whose header the packet lacks
  * ends the rule (nft's protocol dependency). */
 function setPayload(target: Expr, valueExpr: Expr, ctx: SimContext): RuleResult | undefined {
-  if (target.kind === 'tcp-option') {
-    // nft_exthdr_tcp_set_eval: the option is not in the packet (no TCP options here): no change.
-    return undefined;
-  }
+  if (target.kind === 'tcp-option') return setTcpOption(target, valueExpr, ctx);
   if (target.kind !== 'payload' && target.kind !== 'raw-payload') throw new NotModelled(`${target.kind} set`);
   if (evaluateExpr(target, ctx) === undefined) return NO_MATCH;
   const value = evaluateExpr(valueExpr, ctx);
   if (value === undefined) return NO_MATCH;
   if (typeof value !== 'bigint') throw new NotModelled('payload set with a value that is not an integer');
   writePayload(target, value, ctx);
+  return undefined;
+}
+
+/** nftsim's TCP packets have options only as iptables' TCPMSS inserts the MSS option. nft's
+ * `tcp option … set` changes an option the packet has (nft_exthdr_tcp_set_eval), TCPMSS (which
+ * the lowering lists as `tcp option maxseg size set`, xt_TCPMSS.c tcpmss_mangle_packet) inserts
+ * it too: into a header without data, at most 536 (IPv4) or 1220 (IPv6), the RFC 879 default,
+ * growing the packet by 4 bytes. Neither ever raises an MSS. */
+function setTcpOption(target: Extract<Expr, { kind: 'tcp-option' }>, valueExpr: Expr, ctx: SimContext): RuleResult | undefined {
+  const p = ctx.pkt;
+  const iptables = isIptablesRule(ctx);
+  // The value is loaded first: `rt mtu` before routing breaks the rule.
+  const value = evaluateExpr(valueExpr, ctx);
+  if (value === undefined) return iptables ? undefined : NO_MATCH;
+  if (target.option !== 'maxseg' || target.field !== 'size' || p.l4proto !== 6) return undefined;
+  if (p.tcpMss === undefined && (!iptables || p.length > headersLength(ctx.family, p.l4proto))) return undefined;
+  const mss = integerOf(value, 'tcp option maxseg size set') & 0xffff;
+  if (p.tcpMss !== undefined) {
+    if (mss < p.tcpMss) p.tcpMss = mss;
+    return undefined;
+  }
+  p.tcpMss = Math.min(mss, ctx.family === 'ip' ? 536 : 1220);
+  p.length += TCP_MSS_LENGTH;
   return undefined;
 }
 

@@ -10,8 +10,8 @@
 //   (frag-off 0x4000: Linux sets DF on TCP, UDP and ping sockets, ip_dont_fragment with the
 //   default IP_PMTUDISC_WANT), header checksum computed;
 // - IPv6: flow label 0, no extension headers;
-// - TCP: sequence 0x10000000, ack 0, data offset 5 (no options), reserved 0, window 64240,
-//   urgent pointer 0; UDP: length from the packet length; UDP-Lite: checksum coverage 0 (all);
+// - TCP: sequence 0x10000000, ack 0, data offset 5 (no options, until iptables' TCPMSS inserts
+//   an MSS option: data offset 6), reserved 0, window 64240, urgent pointer 0; UDP: length from the packet length; UDP-Lite: checksum coverage 0 (all);
 //   ICMP/ICMPv6 queries and their answers: the packet's identifier (40000 unless given,
 //   packet.ts), echo sequence 1 (other types: the rest of the header 0);
 //   SCTP: verification tag 0 (an INIT's), no chunks; DCCP: a Request with 48-bit sequence 0;
@@ -108,6 +108,15 @@ const DEFAULT_ECHO_SEQUENCE = 1;
 const IP_DF = 0x4000;
 const ICMP_ECHO_TYPES = new Set([0, 8, 128, 129]);
 
+/** TCPOPT_MSS and TCPOLEN_MSS (include/net/tcp.h). */
+const TCP_MSS_OPTION = 2;
+export const TCP_MSS_LENGTH = 4;
+
+/** The transport header's length: its protocol's, with the MSS option TCPMSS inserted. */
+function transportLength(p: PacketState): number {
+  return (TRANSPORT_LENGTH[p.l4proto] ?? 0) + (p.tcpMss !== undefined ? TCP_MSS_LENGTH : 0);
+}
+
 /** The header length of the network header of `family` (no options, no extension headers). */
 function networkLength(family: AddressFamily): number {
   return family === 'ip' ? 20 : 40;
@@ -131,10 +140,11 @@ function port(value: number | string | undefined): number {
 export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredHeaders {
   const stored = p.headers;
   const nh = new Uint8Array(networkLength(family));
-  const th = new Uint8Array(TRANSPORT_LENGTH[p.l4proto] ?? 0);
+  const th = new Uint8Array(transportLength(p));
   if (stored && stored.nh.length === nh.length) nh.set(stored.nh);
   else initialiseNetwork(family, nh);
-  if (stored && stored.th.length === th.length) th.set(stored.th);
+  // A header an inserted option grew keeps what was stored before it.
+  if (stored && stored.th.length <= th.length) th.set(stored.th);
   else initialiseTransport(p.l4proto, th);
   const l4Length = Math.max(p.length - nh.length, th.length);
   const view = new DataView(nh.buffer);
@@ -162,7 +172,13 @@ export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredH
   }
   switch (p.l4proto) {
     case 6:
+      th[12] = ((th.length / 4) << 4) | (th[12]! & 0x0f);
       th[13] = p.tcpFlags;
+      if (p.tcpMss !== undefined) {
+        th[20] = TCP_MSS_OPTION;
+        th[21] = TCP_MSS_LENGTH;
+        tv.setUint16(22, p.tcpMss);
+      }
       break;
     case 17:
       tv.setUint16(4, l4Length);

@@ -50,6 +50,9 @@ export interface PacketState {
   priority?: number;
   /** skb->nf_trace as `meta nftrace set` left it (absent: 0). */
   nftrace?: number;
+  /** The TCP MSS option's value once iptables' TCPMSS inserted one (absent: the packet has no TCP
+   * options, packet-bytes.ts). */
+  tcpMss?: number;
 }
 
 /** The serialised network and transport headers (packet-bytes.ts). `staleChecksum`: a raw

@@ -4,7 +4,7 @@
 // user chain each, with the matches and targets nftsim lowers (mark, connmark, conntrack,
 // addrtype, multiport, tcpmss, helper, connbytes, ecn, statistic, comment, iprange, pkttype,
 // length, ttl / hl, dscp, tos, owner, u32; MARK --set-xmark and friends, CONNMARK save/restore
-// with masks, LOG, DSCP, TOS, CLASSIFY, REJECT, DNAT/SNAT with ranges, MASQUERADE, REDIRECT, CT
+// with masks, LOG, DSCP, TOS, CLASSIFY, TCPMSS, REJECT, DNAT/SNAT with ranges, MASQUERADE, REDIRECT, CT
 // --notrack / --zone and NOTRACK, which raw runs before conntrack).
 import fc from 'fast-check';
 import type { Hook } from './arbitrary-nft-rule.js';
@@ -129,6 +129,7 @@ function proto(af: AddressFamily): fc.Arbitrary<NonNullable<IptRule['proto']>> {
     { text: '-p udp -m multiport --ports 53,1000:2000', proto: 'udp' },
     // The harness's SYNs have no options: the match gives its inversion.
     { text: '-p tcp -m tcpmss ! --mss 1:500', proto: 'tcp' },
+    { text: '-p tcp -m tcpmss --mss 500:536', proto: 'tcp' },
     { text: '-p udp -m udp --dport 53', proto: 'udp' },
     { text: '-p tcp -m tcp --tcp-flags SYN,RST,ACK SYN', proto: 'tcp' },
     // What iptables-save prints for `! --syn`.
@@ -179,6 +180,11 @@ function tableTargets(af: AddressFamily, table: IptTable): readonly IptPart[] {
         { text: '-j DSCP --set-dscp 0x08' },
         ...['--set-tos 0x23/0xff', '--set-tos 0x10/0x3f', '--xor-tos 0x03'].map((t) => ({ text: `-j TOS ${t}` })),
         { text: '-j CLASSIFY --set-class 0001:0002', hooks: ['forward', 'output', 'postrouting'] },
+        // Inserts an MSS option into a TCP packet without data (at most 536, 1220 for IPv6), or
+        // lowers the one TCPMSS inserted earlier.
+        { text: '-j TCPMSS --set-mss 1400', needs: 'tcp' },
+        { text: '-j TCPMSS --set-mss 500', needs: 'tcp' },
+        { text: '-j TCPMSS --clamp-mss-to-pmtu', hooks: ['forward', 'output', 'postrouting'], needs: 'tcp' },
         // The TTL (hop limit) the routing decision and later tests read: a forwarded packet at 1
         // is dropped.
         ...(af === 'ip' ? ['TTL --ttl-set 1', 'TTL --ttl-dec 1', 'TTL --ttl-inc 1'] : ['HL --hl-set 1', 'HL --hl-dec 1', 'HL --hl-inc 1']).map((t) => ({ text: `-j ${t}` })),
