@@ -2,7 +2,7 @@
 // match ends the rule, a verdict ends it with that verdict, the rest change the packet, its
 // marks, its conntrack entry or NAT mapping.
 
-import type { Expr, LimitStmt, NatStmt, QuotaStmt, Rule, Stmt, XtExtensionStmt } from '../model/ast.js';
+import type { Expr, NatStmt, Rule, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { chainIndexNamed, type ChainIndex } from './chain-index.js';
 import { formatAddress, parseAddress, type Address, type AddressFamily } from './address.js';
 import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
@@ -18,6 +18,7 @@ import { matchTos, setTos } from './xt-tos.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
 import { headersLength, TCP_MSS_LENGTH, writePayload } from './packet-bytes.js';
+import { isLimitPassed, isQuotaPassed } from './limit-and-quota.js';
 import { natField, natKeyOf, replyTransport, uniqueTuple, type NatRequest, type NatValue } from './unique-tuple.js';
 import { NAT_MANIP } from './pipeline.js';
 import { L4_NUMBERS, type CtStateName } from './packet.js';
@@ -167,9 +168,9 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       // No effect on the first packet's way (a flow is offloaded once established).
       return undefined;
     case 'limit':
-      return isLimitPassed(stmt, ctx) ? undefined : NO_MATCH;
+      return isLimitPassed(stmt, stmt, ctx) ? undefined : NO_MATCH;
     case 'quota':
-      return isQuotaPassed(stmt, ctx) ? undefined : NO_MATCH;
+      return isQuotaPassed(stmt, stmt, ctx) ? undefined : NO_MATCH;
     case 'meta-set':
       if (stmt.key === 'nftrace' || stmt.key === 'priority') {
         // skb->nf_trace (a bit) and skb->priority: nothing on the packet's way reads them but
@@ -343,34 +344,6 @@ function setTcpOption(target: Extract<Expr, { kind: 'tcp-option' }>, valueExpr: 
   return undefined;
 }
 
-// Byte units of limit and quota (nft src/parser_bison.y: bytes, kbytes, mbytes as powers of 1024).
-const BYTE_UNITS: Readonly<Record<string, number>> = { bytes: 1, kbytes: 1024, mbytes: 1024 * 1024 };
-
-function bytesOf(amount: number, unit: string | undefined): number {
-  const factor = BYTE_UNITS[unit ?? 'bytes'];
-  if (factor === undefined) throw new NotModelled(`unit ${unit ?? ''}`);
-  return amount * factor;
-}
-
-/** nft_limit.c for the state of a freshly loaded ruleset (what nftsim simulates: a limit's tokens
- * are not in a listing): the bucket starts full. A packet limit's bucket holds `burst` packets
- * (5 when none is given, NFT_LIMIT_PKT_BURST_DEFAULT), so the first packet is within it; a byte
- * limit's holds rate + burst bytes, which the packet's length must not exceed. `over` inverts. */
-function isLimitPassed(stmt: LimitStmt, ctx: SimContext): boolean {
-  const within = stmt.unit === 'packets' ? true : ctx.pkt.length <= bytesOf(stmt.rate, stmt.unit) + bytesOf(stmt.burst ?? 0, stmt.burstUnit ?? stmt.unit);
-  return within !== stmt.over;
-}
-
-/** nft_quota.c nft_overquota: consumed (the listing's `used`) plus this packet's length beyond
- * the quota is over (`consumed > quota`; reaching it exactly only reports depletion, checked with
- * kernel 6.18: `quota 40 bytes` passes a 40-byte packet); `quota over` matches then, `quota`
- * matches up to it. */
-function isQuotaPassed(stmt: Pick<QuotaStmt, 'over' | 'amount' | 'unit' | 'used' | 'usedUnit'>, ctx: SimContext): boolean {
-  const used = stmt.used === undefined ? 0 : bytesOf(stmt.used, stmt.usedUnit ?? stmt.unit);
-  const over = used + ctx.pkt.length > bytesOf(stmt.amount, stmt.unit);
-  return over === stmt.over;
-}
-
 /** `counter name …`, `quota name …`, `limit name …`, `ct helper set …` and the other named
  * stateful objects of the table. */
 function evaluateObjRef(stmt: Extract<Stmt, { kind: 'objref' }>, ctx: SimContext): RuleResult | undefined {
@@ -381,9 +354,9 @@ function evaluateObjRef(stmt: Extract<Stmt, { kind: 'objref' }>, ctx: SimContext
   if (!object) throw new NotModelled(`${stmt.type} object "${nameValue}" is not defined in table ${ctx.table.family} ${ctx.table.name}`);
   switch (object.kind) {
     case 'quota-object':
-      return isQuotaPassed({ over: object.over, amount: object.bytes, unit: 'bytes', ...(object.used !== undefined && { used: object.used }) }, ctx) ? undefined : NO_MATCH;
+      return isQuotaPassed({ over: object.over, amount: object.bytes, unit: 'bytes', ...(object.used !== undefined && { used: object.used }) }, object, ctx) ? undefined : NO_MATCH;
     case 'limit-object':
-      return isLimitPassed(object.limit, ctx) ? undefined : NO_MATCH;
+      return isLimitPassed(object.limit, object, ctx) ? undefined : NO_MATCH;
     case 'ct-helper-object':
     case 'ct-timeout-object':
     case 'ct-expectation-object':

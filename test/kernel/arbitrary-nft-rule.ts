@@ -123,6 +123,9 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   // The transport header's ports whatever the protocol (an ICMP packet has none: the rule breaks).
   fc.constantFrom('th dport 80', 'th sport != 40000').map((text) => ({ text })),
   fc.constant({ text: 'meta oiftype ether', hooks: ['forward', 'output', 'postrouting'] as const }),
+  // What earlier packets of the case used: a bucket that does not refill in the case's time, a
+  // quota of a few packets (harness packets are 28 to 60 bytes).
+  fc.constantFrom('limit rate 1/hour burst 2 packets', 'limit rate over 1/hour burst 1 packets', 'limit rate 1 bytes/hour burst 100 bytes', 'quota 100 bytes', 'quota over 80 bytes').map((text) => ({ text })),
   // The connection's labels: a literal names a bit, tested alone (implicit) or as the whole value.
   fc.constantFrom('ct label 5', 'ct label 0', 'ct label == 5', 'ct label != 70', 'ct label { 5, 70 }').map((text) => ({ text })),
 

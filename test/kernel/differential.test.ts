@@ -681,6 +681,46 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
 `),
       packets: [{ ...syn, dst: '198.51.100.20', dport: 443 }, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 443 }],
     },
+    // A quota counts every packet that reaches it (nft_quota.c nft_overquota adds each one's
+    // length; xt_quota.c subtracts it from what is left): 40-byte packets against 100 bytes, the
+    // third is over. A named quota is one count for all its rules.
+    {
+      name: 'quota across a flow: the third packet is over',
+      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy drop;\n    quota 100 bytes accept\n  }\n}\n'),
+      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
+    },
+    {
+      name: 'a named quota shared by two rules across a flow',
+      rulesets: rules('table ip f {\n  quota q {\n    over 100 bytes\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    ct direction original quota name "q" drop\n    ct direction reply quota name "q" drop\n  }\n}\n'),
+      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
+    },
+    {
+      name: 'iptables -m quota across a flow',
+      rulesets: [{ kind: 'iptables', text: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m quota --quota 100 -j ACCEPT\nCOMMIT\n', file: 'flow.ipt' }],
+      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
+    },
+    // A limit's bucket starts full (nft_limit_init: burst packets' worth) and a run has no clock,
+    // so it does not refill between a flow's packets: at 1/hour, burst 2, the third is over.
+    {
+      name: 'limit across a flow: the packet after the burst is over',
+      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy drop;\n    limit rate 1/hour burst 2 packets accept\n  }\n}\n'),
+      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
+    },
+    {
+      name: 'iptables -m limit across a flow',
+      rulesets: [{ kind: 'iptables', text: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m limit --limit 1/hour --limit-burst 2 -j ACCEPT\nCOMMIT\n', file: 'flow.ipt' }],
+      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
+    },
+    {
+      name: 'limit over across a flow',
+      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    limit rate over 1/hour burst 1 packets drop\n  }\n}\n'),
+      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
+    },
+    {
+      name: 'a byte limit across a flow',
+      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy drop;\n    limit rate 10 bytes/hour burst 70 bytes accept\n  }\n}\n'),
+      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
+    },
   ] as const)('$name', async ({ rulesets, packets }) => {
     const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, rulesets, packets as readonly KernelFlowPacket[], 'asWritten');
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);

@@ -50,6 +50,37 @@ describe("a connection's packet and byte counts", () => {
   });
 });
 
+// A limit's bucket starts full and the run has no clock (nft_limit.c nft_limit_eval takes a
+// packet's cost from it while it lasts); a quota counts every packet that reaches it
+// (nft_quota.c nft_overquota, xt_quota.c). Each UDP packet is 28 bytes. Checked on Linux 6.18
+// (test/kernel/differential.test.ts, '… across a flow').
+describe('limits and quotas across the packets of a run', () => {
+  const marks = (stmt: string, packets: FlowInput['packets']) =>
+    only(`table inet t {\n  chain pre { type filter hook prerouting priority 0; policy accept;\n    ${stmt} meta mark set 1\n  }\n}`, packets).map((o) => o.mark);
+  it.each([
+    ['limit rate 1/hour burst 2 packets', ['0x00000001', '0x00000001', '0x00000000', '0x00000000']],
+    ['limit rate over 1/hour burst 2 packets', ['0x00000000', '0x00000000', '0x00000001', '0x00000001']],
+    ['limit rate 1/hour', ['0x00000001', '0x00000001', '0x00000001', '0x00000001']], // burst 5
+    // rate + burst bytes: 28 + 28 + 28 fit in 90, the fourth does not.
+    ['limit rate 10 bytes/hour burst 80 bytes', ['0x00000001', '0x00000001', '0x00000001', '0x00000000']],
+    ['quota 60 bytes', ['0x00000001', '0x00000001', '0x00000000', '0x00000000']],
+    ['quota 56 bytes', ['0x00000001', '0x00000001', '0x00000000', '0x00000000']],
+    ['quota over 56 bytes used 20 bytes', ['0x00000000', '0x00000001', '0x00000001', '0x00000001']],
+  ] as const)('%s', (stmt, expected) => {
+    expect(marks(stmt, [UDP, UDP, { reply: true }, UDP])).toEqual(expected);
+  });
+
+  it('a named quota is one count for every rule that names it', () => {
+    const text = `table inet t {\n  quota q { 60 bytes }\n  chain pre { type filter hook prerouting priority 0; policy accept;\n    ct direction original quota name "q" meta mark set 1\n    ct direction reply quota name "q" meta mark set 2\n  }\n}`;
+    expect(only(text, [UDP, { reply: true }, UDP]).map((o) => o.mark)).toEqual(['0x00000001', '0x00000002', '0x00000000']);
+  });
+
+  it('iptables limit and quota matches count the same way', () => {
+    const dump = '*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m limit --limit 1/hour --limit-burst 1 -j MARK --set-xmark 0x1/0x1\n-A PREROUTING -m quota --quota 56 -j MARK --set-xmark 0x2/0x2\nCOMMIT\n';
+    expect(only(dump, [UDP, UDP, UDP]).map((o) => o.mark)).toEqual(['0x00000003', '0x00000002', '0x00000000']);
+  });
+});
+
 // nft --debug=netlink (1.0.6): a ct_label literal names one bit: `ct label 5` loads the labels
 // and tests `& 0x20 != 0`, `ct label == 5` and `!= 5` compare them with 0x20, a set of labels
 // looks the labels up among 0x20 and 0x40; `ct label set 5` adds bit 5 (nf_connlabels_replace
