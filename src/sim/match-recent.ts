@@ -52,7 +52,8 @@ export function matchRecent(stmt: XtExtensionStmt, ctx: SimContext): boolean {
     case 'rcheck':
     case 'update':
       matched = count > 0 && count >= (hitcount?.type === 'number' ? hitcount.n : 0);
-      if (matched && mode.name === 'update') ctx.dynamicSets.set(key, [...hits, entry]);
+      // A hit is recorded for a known address when the result, `!` applied, is a match.
+      if (mode.name === 'update' && count > 0 && matched !== mode.negated) ctx.dynamicSets.set(key, [...hits, entry]);
       break;
     default:
       matched = count > 0;

@@ -279,6 +279,13 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
     dump: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -m rpfilter --invert -j DROP\nCOMMIT\n',
     packet: SYN,
   },
+  {
+    // xt_recent.c recent_mt records an --update's hit when the result, inverted, matches: `!
+    // --update` short of its hitcount records one, which a later --rcheck counts.
+    name: 'xt recent ! --update records a hit when it matches',
+    dump: `*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m recent --set --name X --rsource\n-A PREROUTING -m recent ! --update --seconds 60 --hitcount 3 --name X --rsource -j MARK --set-xmark 0x1/0x1\n-A PREROUTING -m recent --rcheck --hitcount 2 --name X --rsource -j MARK --set-xmark 0x2/0x2\nCOMMIT\n${filterDump('-m mark --mark 0x3')}`,
+    packet: SYN,
+  },
   // xt_owner.c without a socket (a forwarded packet) matches when every test it makes is
   // negated; the lowering lists it as nft's `meta skuid`, which breaks instead.
   ...(

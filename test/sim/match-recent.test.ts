@@ -31,6 +31,11 @@ describe('iptables match recent', () => {
     ['`! --rcheck` inverts', ['-m recent ! --rcheck --name L -j MARK --set-xmark 0x1/0x1'], [CLIENT], ['0x00000001']],
     ['--hitcount needs that many earlier hits', ['-m recent --rcheck --hitcount 2 --name L -j MARK --set-xmark 0x1/0x1', '-m recent --set --name L'], [CLIENT, CLIENT, CLIENT], ['0x00000000', '0x00000000', '0x00000001']],
     ['--remove matches once and forgets the address', ['-m recent --remove --name L -j MARK --set-xmark 0x1/0x1', '-m recent --set --name L -j MARK --set-xmark 0x2/0x2'], [CLIENT, CLIENT], ['0x00000002', '0x00000003']],
+    // recent_mt records an --update's hit when the result, `!` applied, matches (checked on Linux
+    // 6.18, test/kernel/differential-expressions.test.ts): `! --update` short of its hitcount
+    // records one, `! --update` that reaches it does not.
+    ['`! --update` records a hit when it matches', ['-m recent --set --name L', '-m recent ! --update --hitcount 3 --name L -j MARK --set-xmark 0x1/0x1', '-m recent --rcheck --hitcount 2 --name L -j MARK --set-xmark 0x2/0x2'], [CLIENT], ['0x00000003']],
+    ['`! --update` reaching its hitcount records none', ['-m recent --set --name L', '-m recent --set --name L', '-m recent ! --update --hitcount 2 --name L -j MARK --set-xmark 0x1/0x1', '-m recent --rcheck --hitcount 3 --name L -j MARK --set-xmark 0x2/0x2'], [CLIENT], ['0x00000000']],
     ['lists are told apart by --name', ['-m recent --rcheck --name B -j MARK --set-xmark 0x1/0x1', '-m recent --set --name A'], [CLIENT, CLIENT], ['0x00000000', '0x00000000']],
   ])('%s', (_, rules, packets, expected) => {
     expect(marks(rules, packets)).toEqual(expected);
