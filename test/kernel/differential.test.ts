@@ -681,6 +681,19 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
 `),
       packets: [{ ...syn, dst: '198.51.100.20', dport: 443 }, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 443 }],
     },
+    {
+      // xt_conntrack.c's tuple and status tests the generator does not write, on a DNATed
+      // connection: the reply tuple is the server's answer to the client.
+      name: 'iptables conntrack tests of the reply tuple and ASSURED after DNAT',
+      rulesets: [
+        {
+          kind: 'iptables',
+          text: '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n-A PREROUTING -p tcp -m tcp --dport 8080 -j DNAT --to-destination 198.51.100.20:80\nCOMMIT\n*mangle\n:FORWARD ACCEPT [0:0]\n-A FORWARD -m conntrack --ctrepldst 192.0.2.1 -j MARK --set-xmark 0x1/0x1\n-A FORWARD -m conntrack --ctreplsrc 198.51.100.20 -j MARK --set-xmark 0x2/0x2\n-A FORWARD -p tcp -m conntrack --ctreplsrcport 80 -j MARK --set-xmark 0x4/0x4\n-A FORWARD -p tcp -m conntrack --ctrepldstport 40000 -j MARK --set-xmark 0x8/0x8\n-A FORWARD -p tcp -m conntrack --ctorigsrcport 40000 -j MARK --set-xmark 0x10/0x10\n-A FORWARD -m conntrack --ctstatus ASSURED -j MARK --set-xmark 0x20/0x20\n-A FORWARD -m conntrack ! --ctstatus ASSURED,EXPECTED -j MARK --set-xmark 0x40/0x40\n-A FORWARD -m conntrack ! --ctrepldst 192.0.2.1 -j MARK --set-xmark 0x80/0x80\nCOMMIT\n',
+          file: 'flow.ipt',
+        },
+      ],
+      packets: [{ ...syn, dst: '192.0.2.10', dport: 8080 }, { reply: true }, { ...ack, dst: '192.0.2.10', dport: 8080 }],
+    },
     // A quota counts every packet that reaches it (nft_quota.c nft_overquota adds each one's
     // length; xt_quota.c subtracts it from what is left): 40-byte packets against 100 bytes, the
     // third is over. A named quota is one count for all its rules.
