@@ -280,6 +280,14 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: a kube-proxy nft
 /** One nft listing as a case's rulesets. */
 const rules = (body: string) => [{ kind: 'nft', text: body, file: 'flow.nft' }] as const;
 
+/** `table ip f` with a forward chain of policy `policy` and `body`, after the table's `objects`. */
+const forwardChain = (policy: 'accept' | 'drop', body: string, objects = '') =>
+  `table ip f {\n  ${objects}chain fw {\n    type filter hook forward priority 0; policy ${policy};\n    ${body}\n  }\n}\n`;
+
+/** An iptables filter table whose FORWARD (policy drop) accepts by `match`. */
+const forwardIptables = (match: string) =>
+  [{ kind: 'iptables', text: `*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD ${match} -j ACCEPT\nCOMMIT\n`, file: 'flow.ipt' }] as const;
+
 describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later packets meet the conntrack entry of the first)', () => {
   const syn = { iif: 'eth0', src: '192.0.2.1', protocol: 'tcp', sport: 40000, tcpFlags: 'syn' } as const;
   const udp = { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 } as const;
@@ -696,44 +704,20 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows (later pac
     },
     // A quota counts every packet that reaches it (nft_quota.c nft_overquota adds each one's
     // length; xt_quota.c subtracts it from what is left): 40-byte packets against 100 bytes, the
-    // third is over. A named quota is one count for all its rules.
-    {
-      name: 'quota across a flow: the third packet is over',
-      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy drop;\n    quota 100 bytes accept\n  }\n}\n'),
-      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
-    },
-    {
-      name: 'a named quota shared by two rules across a flow',
-      rulesets: rules('table ip f {\n  quota q {\n    over 100 bytes\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    ct direction original quota name "q" drop\n    ct direction reply quota name "q" drop\n  }\n}\n'),
-      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
-    },
-    {
-      name: 'iptables -m quota across a flow',
-      rulesets: [{ kind: 'iptables', text: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m quota --quota 100 -j ACCEPT\nCOMMIT\n', file: 'flow.ipt' }],
-      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
-    },
-    // A limit's bucket starts full (nft_limit_init: burst packets' worth) and a run has no clock,
-    // so it does not refill between a flow's packets: at 1/hour, burst 2, the third is over.
-    {
-      name: 'limit across a flow: the packet after the burst is over',
-      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy drop;\n    limit rate 1/hour burst 2 packets accept\n  }\n}\n'),
-      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
-    },
-    {
-      name: 'iptables -m limit across a flow',
-      rulesets: [{ kind: 'iptables', text: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -m limit --limit 1/hour --limit-burst 2 -j ACCEPT\nCOMMIT\n', file: 'flow.ipt' }],
-      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
-    },
-    {
-      name: 'limit over across a flow',
-      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    limit rate over 1/hour burst 1 packets drop\n  }\n}\n'),
-      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
-    },
-    {
-      name: 'a byte limit across a flow',
-      rulesets: rules('table ip f {\n  chain fw {\n    type filter hook forward priority 0; policy drop;\n    limit rate 10 bytes/hour burst 70 bytes accept\n  }\n}\n'),
-      packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }],
-    },
+    // third is over. A named quota is one count for all its rules. A limit's bucket starts full
+    // (nft_limit_init: burst packets' worth) and a run has no clock, so it does not refill
+    // between a flow's packets: at 1/hour, burst 2, the third is over.
+    ...(
+      [
+        ['quota across a flow: the third packet is over', rules(forwardChain('drop', 'quota 100 bytes accept'))],
+        ['a named quota shared by two rules across a flow', rules(forwardChain('accept', 'ct direction original quota name "q" drop\n    ct direction reply quota name "q" drop', 'quota q {\n    over 100 bytes\n  }\n  '))],
+        ['iptables -m quota across a flow', forwardIptables('-m quota --quota 100')],
+        ['limit across a flow: the packet after the burst is over', rules(forwardChain('drop', 'limit rate 1/hour burst 2 packets accept'))],
+        ['iptables -m limit across a flow', forwardIptables('-m limit --limit 1/hour --limit-burst 2')],
+        ['limit over across a flow', rules(forwardChain('accept', 'limit rate over 1/hour burst 1 packets drop'))],
+        ['a byte limit across a flow', rules(forwardChain('drop', 'limit rate 10 bytes/hour burst 70 bytes accept'))],
+      ] as const
+    ).map(([name, rulesets]) => ({ name, rulesets, packets: [syn80, { reply: true }, { ...ack, dst: '198.51.100.20', dport: 80 }] })),
   ] as const)('$name', async ({ rulesets, packets }) => {
     const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, rulesets, packets as readonly KernelFlowPacket[], 'asWritten');
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
