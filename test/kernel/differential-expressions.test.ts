@@ -337,6 +337,40 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
     nft: 'table ip z {\n  chain c {\n    type filter hook forward priority 10; policy drop;\n    tcp option maxseg size 536 meta length 44 @th,96,4 6 accept\n  }\n}\n',
     packet: SYN,
   },
+  // Targets, matches and base options in forms the generator does not write.
+  ...(
+    [
+      ['CONNMARK --and-mark', '*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CONNMARK --set-xmark 0x7/0xffffffff\n-A PREROUTING -j CONNMARK --and-mark 0x5\n-A PREROUTING -j CONNMARK --restore-mark\nCOMMIT\n' + filterDump('-m mark --mark 0x5')],
+      ['CONNMARK --or/--xor-mark', '*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CONNMARK --or-mark 0x6\n-A PREROUTING -j CONNMARK --xor-mark 0x3\n-A PREROUTING -j CONNMARK --restore-mark\nCOMMIT\n' + filterDump('-m mark --mark 0x5')],
+      ['CONNMARK --save-mark --mask', '*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j MARK --set-xmark 0xff/0xffffffff\n-A PREROUTING -j CONNMARK --save-mark --mask 0xf0\n-A PREROUTING -j MARK --set-xmark 0x0/0xffffffff\n-A PREROUTING -j CONNMARK --restore-mark\nCOMMIT\n' + filterDump('-m mark --mark 0xf0')],
+      ['CONNMARK --restore-mark --mask', '*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CONNMARK --set-xmark 0xab/0xffffffff\n-A PREROUTING -j MARK --set-xmark 0x100/0xffffffff\n-A PREROUTING -j CONNMARK --restore-mark --mask 0x0f\nCOMMIT\n' + filterDump('-m mark --mark 0x10b')],
+      ['MARK --set-mark with a mask', '*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j MARK --set-xmark 0xf/0xffffffff\n-A PREROUTING -j MARK --set-mark 0x1/0x3\nCOMMIT\n' + filterDump('-m mark --mark 0xd')],
+      ['connmark --mark masked', '*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CONNMARK --set-xmark 0x12/0xffffffff\nCOMMIT\n' + filterDump('-m connmark --mark 0x2/0xf')],
+      ['DSCP --set-dscp-class', '*mangle\n:FORWARD ACCEPT [0:0]\n-A FORWARD -j DSCP --set-dscp-class AF41\nCOMMIT\n' + filterDump('-m dscp --dscp 0x22')],
+      ['TOS --and-tos', '*mangle\n:FORWARD ACCEPT [0:0]\n-A FORWARD -j TOS --set-tos 0xff/0xff\n-A FORWARD -j TOS --and-tos 0x0f\nCOMMIT\n' + filterDump('-m tos --tos 0x0f/0xff')],
+      ['-i with a wildcard', filterDump('-i eth+')],
+      ['! -i', filterDump('! -i eth1')],
+      ['-o negated wildcard', filterDump('! -o eth0+')],
+      ['-s with two addresses', filterDump('-s 10.9.9.9/32,192.0.2.99/32')],
+      ['-d with a non-contiguous mask', filterDump('-d 198.51.0.20/255.255.0.255')],
+      ['! -f', filterDump('! -f')],
+      ['-p by number', filterDump('-p 6')],
+      ['! -p udp', filterDump('! -p udp')],
+      ['-g to a chain that returns', '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n:X - [0:0]\n:Y - [0:0]\n-A FORWARD -j X\n-A FORWARD -j ACCEPT\n-A X -g Y\n-A X -j DROP\n-A Y -j RETURN\nCOMMIT\n'],
+      ['conntrack ! --ctstate SNAT', filterDump('-m conntrack ! --ctstate SNAT')],
+      ['conntrack ! --ctstatus CONFIRMED', filterDump('-m conntrack ! --ctstatus CONFIRMED')],
+      ['conntrack ! --ctstatus EXPECTED', filterDump('-m conntrack ! --ctstatus EXPECTED')],
+      ['conntrack ! --ctproto', filterDump('-m conntrack ! --ctproto udp')],
+      ['length ! --length', filterDump('-m length ! --length 0:39')],
+      ['ttl --ttl-gt', filterDump('-m ttl --ttl-gt 62')],
+      ['tcp --syn', filterDump('-p tcp -m tcp --syn')],
+      ['tcp ! --tcp-flags SYN,ACK ACK', filterDump('-p tcp -m tcp ! --tcp-flags SYN,ACK ACK')],
+      ['tcp --sport and --dport ranges', filterDump('-p tcp -m tcp --sport 39999:40001 --dport 79:81')],
+      ['MASQUERADE --random', '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -o eth1 -j MASQUERADE --random\nCOMMIT\n'],
+      ['SNAT --persistent', '*nat\n:PREROUTING ACCEPT [0:0]\n:INPUT ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n-A POSTROUTING -o eth1 -j SNAT --to-source 198.51.100.10-198.51.100.12 --persistent\nCOMMIT\n'],
+      ['REJECT --reject-with icmp-admin-prohibited', '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -p tcp -j REJECT --reject-with icmp-admin-prohibited\nCOMMIT\n'],
+    ] as const
+  ).map(([what, dump]) => ({ name: `iptables ${what}`, dump, packet: SYN })),
   // Port, option and range forms of matches the generator does not write.
   ...(
     [
