@@ -5,7 +5,7 @@ import { datatypeSymbols } from '../model/datatypes.js';
 import { parseAddress, type Address, type AddressFamily } from './address.js';
 import type { Host } from './host.js';
 import { hasIcmpId, isIcmpError, isUntrackedIcmp, opensIcmpConnection, type CtEntry } from './conntrack-table.js';
-import { headersLength } from './packet-bytes.js';
+import { headersLength, TCP_MSS_LENGTH } from './packet-bytes.js';
 import { FieldReader, type FieldPath, type InputError } from './read-fields.js';
 import { opensTcpConnection } from './tcp-tracking.js';
 
@@ -23,6 +23,8 @@ export interface PacketInput {
   readonly dport?: number;
   /** `syn` (default), `syn,ack`, or a list. */
   readonly tcpFlags?: string | readonly string[];
+  /** A TCP packet's MSS option (a real SYN carries one); absent: no TCP options. */
+  readonly tcpMss?: number;
   readonly icmpType?: string | number;
   readonly icmpCode?: string | number;
   /** An ICMP query's or answer's identifier (an echo's, a timestamp's…); default 40000. */
@@ -65,6 +67,8 @@ export interface Packet {
   readonly sport?: number;
   readonly dport?: number;
   readonly tcpFlags: number;
+  /** The TCP MSS option's value; absent: no TCP options. */
+  readonly tcpMss?: number;
   readonly icmpType?: number;
   readonly icmpCode?: number;
   /** For an ICMP query or its answer (conntrack-table.ts hasIcmpId): its identifier. */
@@ -95,7 +99,7 @@ export interface Packet {
 }
 
 const PACKET_FIELDS = [
-  'iif', 'oif', 'src', 'dst', 'protocol', 'sport', 'dport', 'tcpFlags', 'icmpType', 'icmpCode', 'icmpId', 'quoted',
+  'iif', 'oif', 'src', 'dst', 'protocol', 'sport', 'dport', 'tcpFlags', 'tcpMss', 'icmpType', 'icmpCode', 'icmpId', 'quoted',
   'mark', 'ct', 'length', 'dscp', 'ttl', 'skuid', 'skgid',
 ] as const;
 
@@ -162,6 +166,8 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
   const isTcp = l4proto === L4_NUMBERS.tcp;
   if (record.tcpFlags !== undefined && !isTcp) reader.fail(at('tcpFlags'), 'only for tcp');
   const tcpFlags = isTcp ? readFlags(reader, record.tcpFlags ?? 'syn', at('tcpFlags'), 'tcp_flag') : 0;
+  if (record.tcpMss !== undefined && !isTcp) reader.fail(at('tcpMss'), 'only for tcp');
+  const tcpMss = isTcp && record.tcpMss !== undefined ? reader.unsigned(record.tcpMss, at('tcpMss'), 16) : undefined;
   const icmpDtype = l4proto === L4_NUMBERS.icmp ? 'icmp' : l4proto === L4_NUMBERS.icmpv6 ? 'icmpv6' : undefined;
   for (const field of ['icmpType', 'icmpCode'] as const) {
     if (record[field] !== undefined && !icmpDtype) reader.fail(at(field), 'only for icmp and icmpv6');
@@ -199,14 +205,15 @@ export function readPacket(value: unknown, host: Host, path: FieldPath = ['packe
           l4proto,
           ...(ported && { sport: port('sport', 40000), dport: port('dport', 80) }),
           tcpFlags,
+          ...(tcpMss !== undefined && { tcpMss }),
           ...(icmpType !== undefined && { icmpType, icmpCode }),
           ...(icmpId !== undefined && { icmpId }),
           mark: record.mark === undefined ? 0 : (reader.unsigned(record.mark, at('mark'), 32) ?? 0),
           ctGiven: record.ct !== undefined,
           ct,
-          // Default: the headers alone, no payload and no options (packet-bytes.ts), as the
-          // kernel harness crafts a first packet.
-          length: number('length', 16, headersLength(family, l4proto) + (quoted ? headersLength(family, quoted.l4proto) : 0)),
+          // Default: the headers alone, no payload and no options but an MSS option given
+          // (packet-bytes.ts), as the kernel harness crafts a first packet.
+          length: number('length', 16, headersLength(family, l4proto) + (tcpMss !== undefined ? TCP_MSS_LENGTH : 0) + (quoted ? headersLength(family, quoted.l4proto) : 0)),
           dscp: record.dscp === undefined ? 0 : (readSymbolic(reader, record.dscp, at('dscp'), 'dscp') ?? 0),
           ttl: number('ttl', 8, 64),
           ...(record.skuid !== undefined && { skuid: reader.unsigned(record.skuid, at('skuid'), 32) }),

@@ -50,8 +50,8 @@ export interface PacketState {
   priority?: number;
   /** skb->nf_trace as `meta nftrace set` left it (absent: 0). */
   nftrace?: number;
-  /** The TCP MSS option's value once iptables' TCPMSS inserted one (absent: the packet has no TCP
-   * options, packet-bytes.ts). */
+  /** The TCP MSS option's value: the input's, or one iptables' TCPMSS inserted (absent: the
+   * packet has no TCP options, packet-bytes.ts). */
   tcpMss?: number;
 }
 

@@ -198,7 +198,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     headers: undefined,
     priority: undefined,
     nftrace: undefined,
-    tcpMss: undefined,
+    tcpMss: packet.tcpMss,
   };
   const ct = packet.ct;
   const ctx: SimContext = {

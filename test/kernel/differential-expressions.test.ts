@@ -35,6 +35,8 @@ const SYN6: KernelPacket = { iif: 'eth0', src: '2001:db8:1::99', dst: '2001:db8:
 const UDP: KernelPacket = { ...SYN, protocol: 'udp', dport: 53, tcpFlags: undefined };
 const PING: KernelPacket = { iif: 'eth0', src: '192.0.2.99', dst: '198.51.100.20', protocol: 'icmp' };
 const VIA_GATEWAY: KernelPacket = { ...SYN, dst: '203.0.113.5' };
+/** A SYN as a real client sends it, with an MSS option. */
+const SYN_MSS: KernelPacket = { ...SYN, tcpMss: 1460 };
 const TO_NODE: KernelPacket = { ...SYN, dst: '192.0.2.10', dport: 22 };
 
 /** The TCP checksum of SYN as craft-packet.ts computes it (the kernel forwards it untouched). */
@@ -127,6 +129,11 @@ const CASES: readonly ExpressionCase[] = [
   { name: 'meta priority set, then meta priority', rules: 'meta priority set 5\n    meta priority 5 accept', packet: SYN },
   { name: 'reset tcp option of an absent option', rules: 'reset tcp option maxseg accept', packet: SYN },
   { name: 'tcp option maxseg size set of an absent option changes nothing', rules: 'tcp option maxseg size set 1400 meta length 40 accept', packet: SYN },
+  // nft_exthdr_tcp_set_eval lowers an MSS the packet has, never raises it.
+  { name: 'tcp option maxseg of a SYN with one', rules: 'tcp option maxseg size 1460 tcp option maxseg length 4 meta length 44 @th,96,4 6 accept', packet: SYN_MSS },
+  { name: 'tcp option maxseg size set lowers an MSS', rules: 'tcp option maxseg size set 1360 tcp option maxseg size 1360 accept', packet: SYN_MSS },
+  { name: 'tcp option maxseg size set does not raise an MSS', rules: 'tcp option maxseg size set 1500 tcp option maxseg size 1460 accept', packet: SYN_MSS },
+  { name: 'tcp option maxseg size set rt mtu keeps an MSS the route allows', rules: 'tcp option maxseg size set rt mtu tcp option maxseg size 1460 accept', packet: SYN_MSS },
   {
     name: 'ct zone set before conntrack only',
     rules: 'ct zone 3 accept',
@@ -325,6 +332,17 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
     dump: `*mangle\n:FORWARD ACCEPT [0:0]\n-A FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS ${target}\nCOMMIT\n${filterDump(test)}`,
     packet,
   })),
+  ...(
+    [
+      ['--set-mss lowers the SYN\'s MSS', '--set-mss 1400', '-p tcp -m tcpmss --mss 1400 -m length --length 44'],
+      ['--clamp-mss-to-pmtu keeps an MSS the path allows', '--clamp-mss-to-pmtu', '-p tcp -m tcpmss --mss 1460'],
+    ] as const
+  ).map(([what, target, test]) => ({
+    name: `xt TCPMSS ${what}`,
+    dump: `*mangle\n:FORWARD ACCEPT [0:0]\n-A FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS ${target}\nCOMMIT\n${filterDump(test)}`,
+    packet: SYN_MSS,
+  })),
+  { name: 'xt tcpmss of a SYN with an MSS', dump: filterDump('-p tcp -m tcpmss --mss 1400:1536'), packet: SYN_MSS },
   {
     name: 'xt TCPMSS inserts at most 1220 for IPv6',
     dump: `${IP6TABLES_SAVE}*mangle\n:FORWARD ACCEPT [0:0]\n-A FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss 1400\nCOMMIT\n${filterDump('-p tcp -m tcpmss --mss 1220 -m length --length 64')}`,

@@ -768,6 +768,35 @@ describe('simulatePacket input', () => {
   });
 });
 
+// A TCP packet's MSS option, as a real client's SYN carries one: `tcpMss`, 4 bytes more of header
+// (data offset 6); without it the packet has no TCP options. nft's `tcp option maxseg size set`
+// lowers it, never raises it (nft_exthdr_tcp_set_eval); iptables' tcpmss match reads it. Kernel
+// rows "tcp option maxseg … of a SYN with one", "xt tcpmss of a SYN with an MSS".
+describe('the TCP MSS option of the input', () => {
+  const input = (rule: string): string => `table inet t {\n\tchain in { type filter hook input priority 0; ${rule} meta mark set 0x1; }\n}\n`;
+  it.each([
+    ['tcp option maxseg size 1460 meta length 44 @th,96,4 6', { tcpMss: 1460 }, '0x00000001'],
+    ['tcp option maxseg missing meta length 40', {}, '0x00000001'],
+    ['tcp option maxseg size set 1360 tcp option maxseg size 1360', { tcpMss: 1460 }, '0x00000001'],
+    ['tcp option maxseg size set 1500 tcp option maxseg size 1460', { tcpMss: 1460 }, '0x00000001'],
+  ])('%s with %j', (rule, fields, mark) => {
+    expect(simulateOne(input(rule), { ...LOCAL, ...fields }).mark).toBe(mark);
+  });
+
+  it('iptables -m tcpmss reads it', () => {
+    const dump = '*mangle\n:INPUT ACCEPT [0:0]\n-A INPUT -p tcp -m tcpmss --mss 1400:1536 -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n';
+    expect(simulateOne(dump, { ...LOCAL, tcpMss: 1460 }).mark).toBe('0x00000001');
+  });
+
+  it.each([
+    ['a UDP packet', { protocol: 'udp', tcpMss: 1460 }, 'packet.tcpMss: only for tcp'],
+    ['an MSS past 16 bits', { tcpMss: 70000 }, 'packet.tcpMss'],
+  ])('refuses an MSS for %s', (_name, fields, message) => {
+    const result = simulatePacket(parse(''), { host: HOST, packet: { ...LOCAL, ...fields } as never });
+    expect(result.errors!.map((e) => e.message)).toEqual([expect.stringContaining(message)]);
+  });
+});
+
 // An ICMP query's identifier: 40000 unless given (what the kernel harness sends), read by `icmp
 // id`, and, with the type and code, the transport part of its conntrack tuple (icmp_pkt_to_tuple:
 // `ct original proto-src` the identifier, `proto-dst` type << 8 | code; the reply's type is the

@@ -21,6 +21,8 @@ export interface KernelPacket {
   readonly icmpId?: number;
   /** Comma-separated TCP flags, `syn` by default: `syn`, `syn,ack`, `ack`, `fin,ack`, `rst`. */
   readonly tcpFlags?: string;
+  /** A TCP MSS option (kind 2, length 4) after the header; none by default. */
+  readonly tcpMss?: number;
   /** For ICMP and ICMPv6: an echo request (the default) or reply, an error quoting `quoted`, or
    * for ICMPv6 a neighbour discovery or MLD message (its body zeros). */
   readonly icmpType?: 'echo-request' | 'echo-reply' | IcmpErrorType | NeighbourDiscoveryType;
@@ -144,12 +146,17 @@ function craftTransport(packet: KernelPacket, protocol: KernelProtocol, src: Buf
   let checksumAt: number;
   switch (protocol) {
     case 'tcp':
-      segment = Buffer.alloc(20);
+      segment = Buffer.alloc(packet.tcpMss === undefined ? 20 : 24);
       segment.writeUInt16BE(sport, 0);
       segment.writeUInt16BE(dport, 2);
       segment.writeUInt32BE(packet.tcpSeq ?? DEFAULT_SEQ, 4);
       segment.writeUInt32BE(packet.tcpAck ?? 0, 8);
-      segment.writeUInt8(5 << 4, 12);
+      segment.writeUInt8((segment.length / 4) << 4, 12);
+      if (packet.tcpMss !== undefined) {
+        segment.writeUInt8(2, 20);
+        segment.writeUInt8(4, 21);
+        segment.writeUInt16BE(packet.tcpMss, 22);
+      }
       segment.writeUInt8(encodeTcpFlags(packet.tcpFlags ?? 'syn'), 13);
       segment.writeUInt16BE(64240, 14);
       checksumAt = 16;
