@@ -123,6 +123,8 @@ const neutralMatch: fc.Arbitrary<Part> = fc.oneof(
   // The transport header's ports whatever the protocol (an ICMP packet has none: the rule breaks).
   fc.constantFrom('th dport 80', 'th sport != 40000').map((text) => ({ text })),
   fc.constant({ text: 'meta oiftype ether', hooks: ['forward', 'output', 'postrouting'] as const }),
+  // The MSS option some generated SYNs carry (1460 or 500).
+  fc.constantFrom('tcp option maxseg size < 1000', 'tcp option maxseg exists', 'tcp option maxseg missing').map((text) => ({ text })),
   // What earlier packets of the case used: a bucket that does not refill in the case's time, a
   // quota of a few packets (harness packets are 28 to 60 bytes).
   fc.constantFrom('limit rate 1/hour burst 2 packets', 'limit rate over 1/hour burst 1 packets', 'limit rate 1 bytes/hour burst 100 bytes', 'quota 100 bytes', 'quota over 80 bytes').map((text) => ({ text })),
@@ -232,6 +234,8 @@ function statement(af: AddressFamily): fc.Arbitrary<Part> {
     { weight: 1, arbitrary: fc.constant({ text: 'meta priority set 1:2' }) },
     { weight: 1, arbitrary: fc.constant({ text: `${af} dscp set cs1` }) },
     { weight: 1, arbitrary: fc.constant({ text: af === 'ip' ? 'ip ttl set 1' : 'ip6 hoplimit set 1' }) },
+    // Lowers an MSS option the packet has, never raises it.
+    { weight: 1, arbitrary: fc.constantFrom('tcp option maxseg size set 1360', 'tcp option maxseg size set 600').map((text) => ({ text })) },
     { weight: 1, arbitrary: fc.constant({ text: 'ct zone set 1', hooks: TEMPLATE_HOOKS, beforeConntrack: true }) },
     // Ports and an echo identifier rewritten (nft adds the protocol dependency, which ends the
     // rule for another packet): before conntrack they are the tuple's, after it NAT undoes them on

@@ -143,7 +143,14 @@ function arbitraryPacket(af: AddressFamily): fc.Arbitrary<KernelPacket> {
   const icmp = af === 'ip' ? 'icmp' : 'icmpv6';
   // A transport and its ports; mostly SYNs, also the other first packets conntrack sees.
   const transport = fc.oneof(
-    { weight: 6, arbitrary: fc.record({ protocol: fc.constant('tcp' as const), tcpFlags: fc.constantFrom('syn', 'syn', 'syn', 'ack', 'syn,ack', 'fin,ack', 'rst') }) },
+    // Some with an MSS option, as a real client's SYN has.
+    {
+      weight: 6,
+      arbitrary: fc.record(
+        { protocol: fc.constant('tcp' as const), tcpFlags: fc.constantFrom('syn', 'syn', 'syn', 'ack', 'syn,ack', 'fin,ack', 'rst'), tcpMss: fc.constantFrom(1460, 500) },
+        { requiredKeys: ['protocol', 'tcpFlags'] },
+      ),
+    },
     { weight: 3, arbitrary: fc.record({ protocol: fc.constant('udp' as const) }) },
     { weight: 1, arbitrary: fc.record({ protocol: fc.constant(icmp), icmpId: fc.constantFrom(40000, 0, 7) }, { requiredKeys: ['protocol'] }) },
   );
