@@ -278,7 +278,6 @@ function compileStmt(stmt: Stmt, k: number, rule: Rule, arena: CodeArena, out: n
     case 'log':
     case 'last':
     case 'flow-offload':
-    case 'option-reset':
     case 'dup':
       return true;
     case 'meta-set': {

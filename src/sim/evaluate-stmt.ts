@@ -268,7 +268,10 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
     case 'unsupported':
       throw new NotModelled(`'${stmt.text}'`);
     case 'option-reset':
-      // nftsim's TCP packets carry no options: nothing to reset (nft_exthdr_tcp_strip_eval).
+      // nft_exthdr_tcp_strip_eval: no TCP header breaks the rule; nftsim's TCP packets carry no
+      // option but an MSS one, which it would overwrite with NOPs (not modelled).
+      if (ctx.pkt.l4proto !== 6) return NO_MATCH;
+      if (stmt.target.option === 'maxseg' && ctx.pkt.tcpMss !== undefined) throw new NotModelled('reset tcp option maxseg of a packet with one (the option is overwritten with NOPs)');
       return undefined;
     case 'dup':
       // nft_dup_ipv4/6: a copy goes to the given address or device; the packet itself goes on
@@ -332,7 +335,9 @@ function setTcpOption(target: Extract<Expr, { kind: 'tcp-option' }>, valueExpr: 
   // The value is loaded first: `rt mtu` before routing breaks the rule.
   const value = evaluateExpr(valueExpr, ctx);
   if (value === undefined) return iptables ? undefined : NO_MATCH;
-  if (target.option !== 'maxseg' || target.field !== 'size' || p.l4proto !== 6) return undefined;
+  // Without a TCP header nft's set breaks the rule (nft_tcp_header_pointer); TCPMSS's rule has -p tcp.
+  if (p.l4proto !== 6) return iptables ? undefined : NO_MATCH;
+  if (target.option !== 'maxseg' || target.field !== 'size') return undefined;
   if (p.tcpMss === undefined && (!iptables || p.length > headersLength(ctx.family, p.l4proto))) return undefined;
   const mss = integerOf(value, 'tcp option maxseg size set') & 0xffff;
   if (p.tcpMss !== undefined) {

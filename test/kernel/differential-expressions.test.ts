@@ -129,7 +129,13 @@ const CASES: readonly ExpressionCase[] = [
   { name: 'meta priority set, then meta priority', rules: 'meta priority set 5\n    meta priority 5 accept', packet: SYN },
   { name: 'reset tcp option of an absent option', rules: 'reset tcp option maxseg accept', packet: SYN },
   { name: 'tcp option maxseg size set of an absent option changes nothing', rules: 'tcp option maxseg size set 1400 meta length 40 accept', packet: SYN },
-  // nft_exthdr_tcp_set_eval lowers an MSS the packet has, never raises it.
+  // nft_exthdr_tcp_set_eval lowers an MSS the packet has, never raises it; without a TCP header
+  // (nft_tcp_header_pointer) it breaks the rule, as the option's reset does.
+  { name: 'tcp option maxseg size set of a UDP packet breaks', rules: 'tcp option maxseg size set 1360 accept', packet: UDP },
+  { name: 'reset tcp option of a UDP packet breaks', rules: 'reset tcp option maxseg accept', packet: UDP },
+  { name: 'tcp option maxseg size set of an echo request breaks', rules: 'tcp option maxseg size set 1360 accept', packet: PING },
+  { name: 'tcp option maxseg size set of a UDP packet at prerouting breaks', rules: 'tcp option maxseg size set 1360 accept', packet: UDP, hook: 'prerouting' },
+  { name: 'tcp option maxseg size set of an IPv6 UDP packet breaks', rules: 'tcp option maxseg size set 1360 accept', packet: { ...SYN6, protocol: 'udp', dport: 53, tcpFlags: undefined } },
   { name: 'tcp option maxseg of a SYN with one', rules: 'tcp option maxseg size 1460 tcp option maxseg length 4 meta length 44 @th,96,4 6 accept', packet: SYN_MSS },
   { name: 'tcp option maxseg size set lowers an MSS', rules: 'tcp option maxseg size set 1360 tcp option maxseg size 1360 accept', packet: SYN_MSS },
   { name: 'tcp option maxseg size set does not raise an MSS', rules: 'tcp option maxseg size set 1500 tcp option maxseg size 1460 accept', packet: SYN_MSS },
