@@ -76,12 +76,12 @@ export function constantOf(lit: Literal): RtValue | undefined {
   }
 }
 
-// Transport protocols nft's payload expressions depend on by number (src/proto.c): a field of one
-// of them does not match a packet of another (meta l4proto dependency).
 /** `meta skuid`/`skgid` of an iptables owner match without a socket: below every uid, so that
  * equality and ranges fail and their negations hold. */
 const NO_OWNER = -1n;
 
+// Transport protocols nft's payload expressions depend on by number (src/proto.c): a field of one
+// of them does not match a packet of another (meta l4proto dependency).
 const OTHER_TRANSPORTS: Readonly<Record<string, number>> = { igmp: 2, gre: 47, esp: 50, ah: 51, comp: 108 };
 
 /** Header fields: the common ones straight from the packet state (the simulator's hot path),

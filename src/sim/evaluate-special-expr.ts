@@ -7,7 +7,7 @@ import type { Expr } from '../model/ast.js';
 import type { Address, AddressFamily } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
 import { evaluateExpr, type RtValue } from './evaluate-expr.js';
-import { payloadFieldBits } from './packet-bytes.js';
+import { payloadFieldBits, TCP_MSS_LENGTH } from './packet-bytes.js';
 import { isIptablesRule, NotModelled, routeKeyOf, type SimContext } from './sim-context.js';
 import { HOST_KEY } from './route-rules.js';
 
@@ -19,15 +19,13 @@ function absent(field: string | undefined): bigint | undefined {
   return field === undefined ? 0n : undefined;
 }
 
-/** A field of the MSS option (kind 2, length 4); its existence reads 1. */
+/** A field of the MSS option (nft names its length and size); its existence reads 1. */
 function mssOptionField(field: string | undefined, mss: number): bigint | undefined {
   switch (field) {
     case undefined:
       return 1n;
-    case 'kind':
-      return 2n;
     case 'length':
-      return 4n;
+      return BigInt(TCP_MSS_LENGTH);
     case 'size':
       return BigInt(mss);
     default:
@@ -239,7 +237,7 @@ export function evaluateSpecialExpr(expr: SpecialExpr, ctx: SimContext): RtValue
     case 'tcp-option':
       // nft_exthdr_tcp_eval: no TCP header (another protocol) or no such option → absent; nft
       // adds no protocol dependency (nft --debug=netlink 1.0.6). nftsim's TCP packets have no
-      // options (data offset 5) but the MSS option iptables' TCPMSS inserts. iptables' tcpmss
+      // options (data offset 5) but an MSS option, the input's or iptables' TCPMSS's. iptables' tcpmss
       // match, lowered to the MSS option's size, is xt_tcpmss in the kernel, which gives its
       // inversion without the option: a size no range holds (-1) does that.
       if (expr.option === 'maxseg' && p.l4proto === 6 && p.tcpMss !== undefined) return mssOptionField(expr.field, p.tcpMss);

@@ -324,7 +324,7 @@ function setPayload(target: Expr, valueExpr: Expr, ctx: SimContext): RuleResult 
   return undefined;
 }
 
-/** nftsim's TCP packets have options only as iptables' TCPMSS inserts the MSS option. nft's
+/** nftsim's TCP packets have no option but an MSS one (the input's, or TCPMSS's). nft's
  * `tcp option … set` changes an option the packet has (nft_exthdr_tcp_set_eval), TCPMSS (which
  * the lowering lists as `tcp option maxseg size set`, xt_TCPMSS.c tcpmss_mangle_packet) inserts
  * it too: into a header without data, at most 536 (IPv4) or 1220 (IPv6), the RFC 879 default,

@@ -60,7 +60,8 @@ export function isLimitPassed(limit: LimitStmt, owner: object, ctx: SimContext):
  * what is left and stops at the first packet that does not fit (xt_quota.c), answers the same. */
 export function isQuotaPassed(quota: Pick<QuotaStmt, 'over' | 'amount' | 'unit' | 'used' | 'usedUnit'>, owner: object & { readonly span: QuotaStmt['span'] }, ctx: SimContext): boolean {
   const key = stateKey(owner, () => `quota ${owner.span.file}:${owner.span.line}:${owner.span.column}`);
-  const consumed = (quota.used === undefined ? 0 : bytesOf(quota.used, quota.usedUnit ?? quota.unit)) + usedOf(ctx, key) + ctx.pkt.length;
-  ctx.dynamicSets.set(key, [usedOf(ctx, key) + ctx.pkt.length]);
+  const used = usedOf(ctx, key) + ctx.pkt.length;
+  ctx.dynamicSets.set(key, [used]);
+  const consumed = (quota.used === undefined ? 0 : bytesOf(quota.used, quota.usedUnit ?? quota.unit)) + used;
   return consumed > bytesOf(quota.amount, quota.unit) === quota.over;
 }

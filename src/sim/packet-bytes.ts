@@ -113,7 +113,7 @@ const ICMP_ECHO_TYPES = new Set([0, 8, 128, 129]);
 const TCP_MSS_OPTION = 2;
 export const TCP_MSS_LENGTH = 4;
 
-/** The transport header's length: its protocol's, with the MSS option TCPMSS inserted. */
+/** The transport header's length: its protocol's, with the MSS option the packet carries. */
 function transportLength(p: PacketState): number {
   return (TRANSPORT_LENGTH[p.l4proto] ?? 0) + (p.tcpMss !== undefined ? TCP_MSS_LENGTH : 0);
 }

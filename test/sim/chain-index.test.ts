@@ -174,6 +174,17 @@ describe('chain and set indexes', () => {
     expectSameOutcomes(parse(text), { iif: 'eth0', src: '10.0.0.1', dst: '10.0.0.1', protocol: 'tcp', dport: 22 });
   });
 
+  // iptables' owner match without a socket gives its inversion (xt_owner.c), which the index's
+  // probe of `meta skuid` cannot read: a rule keyed on `--uid-owner N` is passed over, as the
+  // match fails; a rule whose every test is negated matches, and is no key.
+  it('give the outcomes of a plain scan on a run of iptables owner tests of a forwarded packet', () => {
+    const rules = [...Array.from({ length: 9 }, (_, i) => `-A POSTROUTING -m owner --uid-owner ${i} -j MARK --set-xmark 0x${i + 1}/0xff`), '-A POSTROUTING -m owner ! --uid-owner 0 -j MARK --set-xmark 0x100/0x100'];
+    const ruleset = parse(['*mangle', ':POSTROUTING ACCEPT [0:0]', ...rules, 'COMMIT', ''].join('\n'));
+    const packet: PacketInput = { iif: 'eth0', src: '203.0.113.2', dst: '10.0.0.5', protocol: 'tcp', dport: 80 };
+    expectSameOutcomes(ruleset, packet);
+    expect(simulatePacket(ruleset, { host: HOST, packet }).outcomes[0]!.mark).toBe('0x00000100');
+  });
+
   it('give the outcomes of a plain scan on kube-proxy dumps', () => {
     fc.assert(
       fc.property(

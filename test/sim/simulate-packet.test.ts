@@ -775,7 +775,7 @@ describe('simulatePacket input', () => {
 describe('the TCP MSS option of the input', () => {
   const input = (rule: string): string => `table inet t {\n\tchain in { type filter hook input priority 0; ${rule} meta mark set 0x1; }\n}\n`;
   it.each([
-    ['tcp option maxseg size 1460 meta length 44 @th,96,4 6', { tcpMss: 1460 }, '0x00000001'],
+    ['tcp option maxseg size 1460 tcp option maxseg length 4 meta length 44 @th,96,4 6', { tcpMss: 1460 }, '0x00000001'],
     ['tcp option maxseg missing meta length 40', {}, '0x00000001'],
     ['tcp option maxseg size set 1360 tcp option maxseg size 1360', { tcpMss: 1460 }, '0x00000001'],
     ['tcp option maxseg size set 1500 tcp option maxseg size 1460', { tcpMss: 1460 }, '0x00000001'],
