@@ -38,9 +38,9 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
     .option('-a, --handles', 'keep rule and object handles (# handle N)')
     .option('--json', 'print the parsed model as JSON instead of nft text')
     .addOption(
-      new Option('--input-format <format>', 'input format').choices(['auto', 'nft', 'json', 'iptables']).default('auto'),
+      new Option('--input-format <format>', 'input format').choices(['auto', 'nft', 'json', 'iptables', 'ipset']).default('auto'),
     )
-    .action((files: string[], opts: { handles?: boolean; json?: boolean; inputFormat: 'auto' | 'nft' | 'json' | 'iptables' }) => {
+    .action((files: string[], opts: { handles?: boolean; json?: boolean; inputFormat: 'auto' | 'nft' | 'json' | 'iptables' | 'ipset' }) => {
       const { ruleset, diagnostics, sources } = loadInputs(files, opts.inputFormat);
       for (const diagnostic of diagnostics) io.err(`${formatDiagnostic(diagnostic, sources)}\n`);
       if (diagnostics.some(isError)) {

@@ -21,6 +21,7 @@ export interface Span {
 // The typed option values of xt extensions live in the model (xt-option.ts), so that the model
 // depends on no parser; re-exported here as part of the contract.
 import type { XtOptionValue } from './xt-option.js';
+import type { IpSet } from './ipset.js';
 
 export type { XtOptionValue };
 
@@ -29,6 +30,9 @@ export type Family = 'ip' | 'ip6' | 'inet' | 'arp' | 'bridge' | 'netdev';
 export interface Ruleset {
   readonly kind: 'ruleset';
   readonly tables: readonly Table[];
+  /** The ipsets of the node (`ipset save`), which iptables rules name; absent when no input
+   * held any. */
+  readonly ipsets?: readonly IpSet[];
 }
 
 export interface Table {

@@ -7,6 +7,7 @@
 
 import type { Expr, Family, Rule, RuleOrigin, Ruleset, Stmt, Table } from './ast.js';
 import type { Diagnostic } from './diagnostic.js';
+import type { IpSet } from './ipset.js';
 import { composeTables, type ChainId } from './compose-rulesets.js';
 import { formatExpr, formatStmt } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
@@ -19,7 +20,7 @@ export interface TableId {
 /** One parsed input of a node capture. */
 export interface NodeInput {
   readonly file: string;
-  readonly format: RuleOrigin['format'];
+  readonly format: RuleOrigin['format'] | 'ipset';
   readonly ruleset: Ruleset;
   /** Tables an iptables-nft-save dump says it could not list (``# Table `filter' is
    * incompatible, use 'nft' tool.``): the nft listing is all there is of them. */
@@ -74,7 +75,9 @@ export function mergeNode(inputs: readonly NodeInput[]): MergeNodeResult {
       assembly.only = undefined;
     }
   }
-  const ruleset: Ruleset = { kind: 'ruleset', tables: assemblies.map((a) => a.table) };
+  const { ipsets, duplicates } = mergeIpsets(inputs);
+  const tables = assemblies.map((a) => a.table);
+  const ruleset: Ruleset = ipsets.length > 0 ? { kind: 'ruleset', tables, ipsets } : { kind: 'ruleset', tables };
   if (inputs.length < 2) return { ruleset, diagnostics: [] };
   const incompatible = new Map<string, string>();
   for (const input of inputs) {
@@ -89,7 +92,25 @@ export function mergeNode(inputs: readonly NodeInput[]): MergeNodeResult {
     }
     return { severity: 'info', code: 'merge', message: `${a.id}: ${how}` };
   });
-  return { ruleset, diagnostics };
+  return { ruleset, diagnostics: [...duplicates, ...diagnostics] };
+}
+
+/** The ipsets of all inputs; a name a later input creates again is an error, as `ipset
+ * restore` of the second file would be (the set exists), and the first one stays. */
+function mergeIpsets(inputs: readonly NodeInput[]): { ipsets: IpSet[]; duplicates: Diagnostic[] } {
+  const ipsets: IpSet[] = [];
+  const duplicates: Diagnostic[] = [];
+  const names = new Set<string>();
+  for (const input of inputs) {
+    for (const set of input.ruleset.ipsets ?? []) {
+      if (names.has(set.name)) duplicates.push({ severity: 'error', code: 'duplicate-ipset', message: `ipset ${set.name} is created by an earlier input too`, span: set.span });
+      else {
+        names.add(set.name);
+        ipsets.push(set);
+      }
+    }
+  }
+  return { ipsets, duplicates };
 }
 
 interface Sourced {

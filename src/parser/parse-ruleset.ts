@@ -3,6 +3,7 @@ import { parseNft } from './nft/parse-nft.js';
 import { parseNftJson } from './json/parse-nft-json.js';
 import type { ParseOptions, ParseResult } from './parse-result.js';
 import { readIptablesSave } from './iptables/parse-iptables-save.js';
+import { parseIpsetSave } from './ipset/parse-ipset-save.js';
 import { IptablesLowering } from '../model/lower-iptables.js';
 import { mergeNode, type NodeInput, type TableId } from '../model/merge-node.js';
 import type { Diagnostic } from '../model/diagnostic.js';
@@ -42,6 +43,10 @@ export function parseRuleset(input: string | readonly NodeSource[], options: Par
       const lowered = lowering.finish();
       const diagnostics = [...parsed, ...lowered.diagnostics];
       return lowered.continued ? { ruleset: lowered.ruleset, diagnostics, continued: lowered.continued } : { ruleset: lowered.ruleset, diagnostics };
+    }
+    case 'ipset': {
+      const { ipsets, diagnostics } = parseIpsetSave(text, options.file);
+      return { ruleset: { kind: 'ruleset', tables: [], ipsets }, diagnostics };
     }
     default: {
       const exhaustive: never = format;

@@ -13,6 +13,7 @@ import { lookupElement } from './lookup-element.js';
 import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
+import { matchIpset } from './match-ipset.js';
 import { matchU32 } from './match-u32.js';
 import { matchTos, setTos } from './xt-tos.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
@@ -449,7 +450,7 @@ const XT_NOT_MODELLED: Readonly<Record<string, string>> = {
   string: 'iptables match string (the packet payload is not in the packet model)',
   bpf: 'iptables match bpf (a BPF program)',
   owner: 'iptables match owner (the socket owner of a locally generated packet)',
-  SET: 'iptables target SET (ipset contents are not in the input)',
+  SET: 'iptables target SET (changing ipsets)',
 };
 
 /** The xt matches iptables-nft keeps as xt expressions that nftsim gives their semantics. */
@@ -467,10 +468,8 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
       const bits = xtCtStateOf(ctx);
       return o.value.names.some((n) => (bits & (XT_CT_STATE_BITS[n] ?? 0)) !== 0) !== o.negated;
     }
-    case 'set': {
-      const set = option('match-set')?.value;
-      throw new NotModelled(`ipset ${set?.type === 'ipset' ? `'${set.set}'` : ''} (ipset contents are not in the input)`);
-    }
+    case 'set':
+      return matchIpset(stmt, ctx);
     case 'policy': {
       // xt_policy.c: nftsim's packets have no IPsec (no secpath, no xfrm bundle): `--pol none`
       // matches, `--pol ipsec` does not.

@@ -6,6 +6,7 @@ import type { AddressFamily } from './address.js';
 import { chainsByName } from '../model/chains-by-name.js';
 import { baseChainIndex, type ChainIndex } from './chain-index.js';
 import { createCodeArena, type CodeArena } from './compile-rule.js';
+import { IpsetIndex } from './match-ipset.js';
 
 export type PathName = 'input' | 'forward' | 'output';
 
@@ -229,6 +230,8 @@ export interface HookIndex {
   rules: number;
   /** The compiled rules' code (compile-rule.ts). */
   readonly code: CodeArena;
+  /** The node's ipsets, for iptables' set match (match-ipset.ts). */
+  readonly ipsets: IpsetIndex;
 }
 
 export function buildHookIndex(ruleset: Ruleset): HookIndex {
@@ -249,7 +252,7 @@ export function buildHookIndex(ruleset: Ruleset): HookIndex {
   for (const r of [...byHook.values()].flat()) {
     if (r.nat) for (const f of r.table.family === 'inet' ? (['ip', 'ip6'] as const) : r.table.family === 'ip' || r.table.family === 'ip6' ? [r.table.family] : []) nat.add(f);
   }
-  return { byHook, chains, conntrack: findConntrackFamilies(ruleset), nat, ordered: new Map(), compiled: new Int32Array(1024), rules: 0, code: createCodeArena() };
+  return { byHook, chains, conntrack: findConntrackFamilies(ruleset), nat, ordered: new Map(), compiled: new Int32Array(1024), rules: 0, code: createCodeArena(), ipsets: new IpsetIndex(ruleset.ipsets) };
 }
 
 /** The base chains a packet of `family` meets at `hook` (arriving on `iif` for ingress), in the

@@ -13,7 +13,7 @@ export async function compareCase(
   rulesets: readonly (KernelRuleset & { readonly file: string })[],
   packet: KernelPacket,
 ): Promise<{ problems: string[]; kernelWay: string[] }> {
-  const sources: NodeSource[] = rulesets.map((r) => ({ text: r.text, file: r.file, format: r.kind === 'nft' ? 'nft' : 'iptables' }));
+  const sources: NodeSource[] = rulesets.map((r) => ({ text: r.text, file: r.file, format: r.kind === 'nft' || r.kind === 'ipset' ? r.kind : 'iptables' }));
   const { ruleset, diagnostics } = parseRuleset(sources);
   const errors = diagnostics.filter((d) => d.severity === 'error');
   if (errors.length > 0) throw new Error(`the case does not parse: ${errors.map((d) => d.message).join('; ')}`);

@@ -442,6 +442,71 @@ const IPTABLES_CASES: readonly { name: string; dump: string; nft?: string; packe
   })),
 ];
 
+// The ipsets the set match rows name, restored with `ipset restore` before their dump.
+const IPSETS = `create dsts hash:ip family inet hashsize 1024 maxelem 65536
+add dsts 198.51.100.20
+create nets hash:net family inet hashsize 1024 maxelem 65536
+add nets 198.51.100.0/24
+add nets 198.51.100.16/28 nomatch
+add nets 198.51.100.21
+create svc hash:ip,port family inet hashsize 1024 maxelem 65536
+add svc 198.51.100.20,tcp:80
+add svc 198.51.100.21,udp:53
+add svc 198.51.100.22,icmp:echo-request
+create loop hash:ip,port,ip family inet hashsize 1024 maxelem 65536
+add loop 198.51.100.20,tcp:80,192.0.2.99
+create ports bitmap:port range 0-65535
+add ports 80
+add ports 53
+add ports 2048
+create masked hash:ip family inet hashsize 1024 maxelem 65536 netmask 24
+add masked 198.51.100.0
+create netport hash:net,port family inet hashsize 1024 maxelem 65536
+add netport 198.51.100.0/24,tcp:80
+create six hash:ip family inet6 hashsize 1024 maxelem 65536
+add six 2001:db8:2::20
+create members list:set size 8
+add members six
+add members dsts
+create onlysix list:set size 8
+add onlysix six
+`;
+
+// xt_set.c and ip_set_core.c ip_set_test: the flags pick the packet's side per dimension; fewer
+// flags than dimensions or a set of the other family never match; the most specific network
+// decides, and a nomatch one says no unless --return-nomatch; bitmap:port reads TCP and UDP
+// ports only; a list:set matches when a member does.
+const IPSET_CASES: readonly { name: string; test: string; packet: KernelPacket; ip6?: boolean }[] = [
+  { name: 'hash:ip holds the destination', test: '-m set --match-set dsts dst', packet: SYN },
+  { name: 'hash:ip does not hold the source', test: '-m set --match-set dsts src', packet: SYN },
+  { name: 'hash:ip, negated', test: '-m set ! --match-set dsts dst', packet: SYN },
+  { name: 'hash:net: a nomatch network inside a wider one', test: '-m set --match-set nets dst', packet: SYN },
+  { name: 'hash:net: a host inside the nomatch network', test: '-m set --match-set nets dst', packet: { ...SYN, dst: '198.51.100.21' } },
+  { name: 'hash:net: the wider network', test: '-m set --match-set nets dst', packet: { ...SYN, dst: '198.51.100.40' } },
+  { name: 'hash:net --return-nomatch: the nomatch network', test: '-m set --match-set nets dst --return-nomatch', packet: SYN },
+  { name: 'hash:net --return-nomatch: the wider network', test: '-m set --match-set nets dst --return-nomatch', packet: { ...SYN, dst: '198.51.100.40' } },
+  { name: 'hash:net, negated: the nomatch network', test: '-m set ! --match-set nets dst', packet: SYN },
+  { name: 'hash:ip,port: address and TCP port', test: '-m set --match-set svc dst,dst', packet: SYN },
+  { name: 'hash:ip,port: address and UDP port', test: '-m set --match-set svc dst,dst', packet: { ...UDP, dst: '198.51.100.21' } },
+  { name: 'hash:ip,port: the port of another protocol', test: '-m set --match-set svc dst,dst', packet: { ...UDP, dport: 80 } },
+  { name: 'hash:ip,port: an ICMP type as the port', test: '-m set --match-set svc dst,dst', packet: { ...PING, dst: '198.51.100.22' } },
+  { name: 'hash:ip,port: one flag for two dimensions', test: '-m set --match-set svc dst', packet: SYN },
+  { name: 'hash:ip,port: one flag for two dimensions, negated', test: '-m set ! --match-set svc dst', packet: SYN },
+  { name: 'hash:ip,port: the source port', test: '-m set --match-set svc dst,src', packet: SYN },
+  { name: 'hash:ip,port,ip: kube-proxy ipvs mode\'s loop-back set', test: '-m set --match-set loop dst,dst,src', packet: SYN },
+  { name: 'bitmap:port: a TCP port', test: '-m set --match-set ports dst', packet: SYN },
+  { name: 'bitmap:port: a UDP port', test: '-m set --match-set ports dst', packet: UDP },
+  { name: 'bitmap:port: an ICMP type and code is no port', test: '-m set --match-set ports dst', packet: PING },
+  { name: 'hash:ip netmask 24: the network of the address', test: '-m set --match-set masked dst', packet: SYN },
+  { name: 'hash:net,port: network and port', test: '-m set --match-set netport dst,dst', packet: SYN },
+  { name: 'hash:net,port: network and the port of another protocol', test: '-m set --match-set netport dst,dst', packet: { ...UDP, dport: 80 } },
+  { name: 'list:set: a member holds it', test: '-m set --match-set members dst', packet: SYN },
+  { name: 'list:set: the IPv6 member holds it', test: '-m set --match-set members dst', packet: SYN6, ip6: true },
+  // ip6tables refuses a rule naming an IPv4 set (libxt_set.c): a list:set's member meets it.
+  { name: 'list:set: a member of the other family', test: '-m set --match-set onlysix dst', packet: SYN },
+  { name: 'list:set: a member of the other family, negated', test: '-m set ! --match-set onlysix dst', packet: SYN },
+];
+
 let harness: Promise<KernelHarness> | undefined;
 afterAll(async () => {
   (await harness?.catch(() => undefined))?.close();
@@ -463,5 +528,22 @@ describe.skipIf(skipReason !== undefined)('kernel checks: expressions and statem
     const nft = c.nft === undefined ? [] : [{ kind: 'nft', text: c.nft, file: 'case.nft' } as const];
     const { problems, kernelWay } = await runCase([{ kind: c.ip6 ? 'ip6tables' : 'iptables', text: c.dump, file: 'case.ipt' }, ...nft], c.packet);
     expect(problems, `${c.dump}${c.nft ?? ''}\nkernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+});
+
+const ipsetSkipReason = skipReason ?? findKernelSkipReason(['ipset']);
+if (ipsetSkipReason && !skipReason) console.warn(`kernel checks of the set match (test/kernel/differential-expressions.test.ts) skipped: ${ipsetSkipReason}`);
+
+describe.skipIf(ipsetSkipReason !== undefined)('kernel checks: the set match against ipsets', () => {
+  it.each(IPSET_CASES)('xt set: $name', async (c) => {
+    const dump = `${c.ip6 ? IP6TABLES_SAVE : ''}${filterDump(c.test)}`;
+    const { problems, kernelWay } = await runCase(
+      [
+        { kind: 'ipset', text: IPSETS, file: 'case.ipset' },
+        { kind: c.ip6 ? 'ip6tables' : 'iptables', text: dump, file: 'case.ipt' },
+      ],
+      c.packet,
+    );
+    expect(problems, `${dump}\nkernel way:\n${kernelWay.join('\n')}`).toEqual([]);
   });
 });

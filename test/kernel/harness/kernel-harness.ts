@@ -63,8 +63,11 @@ export interface KernelHost {
 }
 
 export interface KernelRuleset {
-  /** nft: `nft -f`; iptables / ip6tables: iptables-save text for `ip(6)tables-nft-restore`. */
-  readonly kind: 'nft' | 'iptables' | 'ip6tables';
+  /** nft: `nft -f`; iptables / ip6tables: iptables-save text for `ip(6)tables-nft-restore`;
+   * ipset: `ipset save` text for `ipset -exist restore` over the sets of earlier cases, emptied
+   * first (destroying them fails while the kernel has not yet released the rules of the last case
+   * that named them); first in a case, before the rules naming its sets. */
+  readonly kind: 'nft' | 'iptables' | 'ip6tables' | 'ipset';
   readonly text: string;
 }
 
@@ -541,7 +544,10 @@ class CaseRunner {
     if (first?.kind !== 'nft') this.runOrThrow(['nft', '-f', '-'], `flush ruleset\n${trace}`, 'the trace table');
     rulesets.forEach((ruleset, index) => {
       const where = `ruleset ${index} (${ruleset.kind})`;
-      if (ruleset.kind !== 'nft') this.runOrThrow([`${ruleset.kind}-nft-restore`], ruleset.text, where);
+      if (ruleset.kind === 'ipset') {
+        this.runOrThrow(['ipset', 'flush'], '', 'emptying the ipsets of earlier cases');
+        this.runOrThrow(['ipset', '-exist', 'restore'], ruleset.text, where);
+      } else if (ruleset.kind !== 'nft') this.runOrThrow([`${ruleset.kind}-nft-restore`], ruleset.text, where);
       else if (index === 0) this.runOrThrow(['nft', '-f', '-'], `flush ruleset\n${ruleset.text}\n${trace}`, `${where}, its line numbers + 1`);
       else this.runOrThrow(['nft', '-f', '-'], ruleset.text, where);
     });

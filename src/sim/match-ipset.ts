@@ -1,0 +1,175 @@
+// iptables' set match, `-m set [!] --match-set NAME src,dst…` (net/netfilter/xt_set.c), against
+// the ipsets of the node's `ipset save` (ip_set_core.c ip_set_test and the set types' kadt).
+//
+// The flags give, dimension by dimension, which of the packet's addresses or ports the element's
+// part is compared with. Fewer flags than the set has dimensions, or a set of the other family,
+// never match (ip_set_test returns 0 before looking; `!` then matches). An element matches when
+// every part does: an address within its prefix (a network, or a host, or hash:ip's netmask), a
+// port of the same protocol. Among the elements of a set with networks, the most specific one
+// decides (mtype_test_cidrs tries the set's prefix lengths longest first, the first dimension's
+// outermost), and a `nomatch` one then says no, unless `--return-nomatch`, which turns both
+// answers around (ip_set_test). A list:set matches when one of its members does, tried in order
+// with the same flags.
+
+import type { IpSet, IpSetDimension, IpSetPart } from '../model/ipset.js';
+import { IPSET_TYPES } from '../model/ipset.js';
+import type { XtExtensionStmt } from '../model/ast.js';
+import { familyBits, parseAddress, prefixMask } from './address.js';
+import { L4_NUMBERS } from './packet.js';
+import { NotModelled, type SimContext } from './sim-context.js';
+
+/** The sets of a ruleset by name, with their elements grouped for lookups (made when first
+ * asked for). */
+export class IpsetIndex {
+  private readonly byName: ReadonlyMap<string, IpSet>;
+  private readonly indexed = new Map<string, IndexedSet>();
+
+  constructor(ipsets: readonly IpSet[] | undefined) {
+    this.byName = new Map((ipsets ?? []).map((s) => [s.name, s]));
+  }
+
+  set(name: string): IndexedSet | undefined {
+    let known = this.indexed.get(name);
+    if (!known) {
+      const set = this.byName.get(name);
+      if (!set) return undefined;
+      known = indexSet(set);
+      this.indexed.set(name, known);
+    }
+    return known;
+  }
+}
+
+/** A set's elements grouped by the prefix lengths of their address parts (a hash:net set's
+ * networks of one length are looked up by one key), most specific group first. */
+interface IndexedSet {
+  readonly set: IpSet;
+  readonly dimensions: readonly IpSetDimension[];
+  readonly groups: readonly { readonly prefixes: readonly number[]; readonly elements: ReadonlyMap<string, boolean> }[];
+}
+
+function indexSet(set: IpSet): IndexedSet {
+  const dimensions = IPSET_TYPES.get(set.type)!;
+  const groups = new Map<string, { prefixes: number[]; elements: Map<string, boolean> }>();
+  for (const element of set.elements) {
+    const prefixes = element.parts.flatMap((p) => (p.kind === 'address' ? [p.prefix] : []));
+    const id = prefixes.join('/');
+    let group = groups.get(id);
+    if (!group) {
+      group = { prefixes, elements: new Map() };
+      groups.set(id, group);
+    }
+    // The first of two equal elements is the set's (ipset restore refuses the second).
+    const key = keyOf(element.parts.map((p) => valueOf(p)));
+    if (!group.elements.has(key)) group.elements.set(key, element.nomatch);
+  }
+  const ordered = [...groups.values()].sort((a, b) => {
+    for (let i = 0; i < a.prefixes.length; i++) if (a.prefixes[i] !== b.prefixes[i]) return b.prefixes[i]! - a.prefixes[i]!;
+    return 0;
+  });
+  return { set, dimensions, groups: ordered };
+}
+
+function valueOf(part: IpSetPart): string {
+  switch (part.kind) {
+    case 'address':
+      // Read when the parser checked it: an address of the part's family.
+      return (parseAddress(part.address)!.n & prefixMask(familyBits(part.family), part.prefix)).toString(16);
+    case 'port':
+      return part.protocol < 0 ? String(part.port) : `${part.protocol}:${part.port}`;
+    case 'name':
+      return part.name;
+    case 'mark':
+      return String(part.value);
+  }
+}
+
+function keyOf(values: readonly string[]): string {
+  return values.join(',');
+}
+
+/** The set match's result for the packet, `!` applied. */
+export function matchIpset(stmt: XtExtensionStmt, ctx: SimContext): boolean {
+  let returnNomatch = false;
+  let matchSet: { readonly set: string; readonly directions: readonly ('src' | 'dst')[]; readonly negated: boolean } | undefined;
+  for (const o of stmt.options) {
+    if ((o.name === 'match-set' || o.name === 'set') && o.value.type === 'ipset') matchSet = { set: o.value.set, directions: o.value.directions, negated: o.negated };
+    else if (o.name === 'return-nomatch') returnNomatch = true;
+    // Whether the match counts the packet in the element's counters changes nothing it says.
+    else if (o.name !== 'update-counters' && o.name !== 'update-subcounters') throw new NotModelled(`iptables match set --${o.name} (the counters of ipset elements)`);
+  }
+  if (!matchSet) throw new NotModelled('iptables match set without --match-set');
+  const indexed = ctx.index.ipsets.set(matchSet.set);
+  if (!indexed) throw new NotModelled(`ipset '${matchSet.set}' (no input creates it: give its \`ipset save\` output)`);
+  return testSet(indexed, matchSet.directions, returnNomatch, ctx) !== matchSet.negated;
+}
+
+/** ip_set_test: whether the set holds the packet, seen through `directions`. */
+function testSet(indexed: IndexedSet, directions: readonly ('src' | 'dst')[], returnNomatch: boolean, ctx: SimContext): boolean {
+  const { set, dimensions } = indexed;
+  if (directions.length < dimensions.length) return false;
+  if (set.family !== undefined && set.family !== (ctx.family === 'ip' ? 'inet' : 'inet6')) return false;
+  if (set.type === 'list:set') {
+    for (const element of set.elements) {
+      const member = ctx.index.ipsets.set((element.parts[0] as Extract<IpSetPart, { kind: 'name' }>).name);
+      if (member && testSet(member, directions, returnNomatch, ctx)) return true;
+    }
+    return false;
+  }
+  const found = lookup(indexed, directions, ctx);
+  if (found === undefined) return false;
+  // found: the element's nomatch flag. --return-nomatch answers the other way round for the
+  // types that have nomatch elements (those with networks).
+  const hasNomatch = dimensions.includes('net');
+  return returnNomatch && hasNomatch ? found : !found;
+}
+
+/** The nomatch flag of the element that decides for the packet; undefined when none matches. */
+function lookup(indexed: IndexedSet, directions: readonly ('src' | 'dst')[], ctx: SimContext): boolean | undefined {
+  const { set, dimensions } = indexed;
+  const values: (bigint | string)[] = [];
+  for (let i = 0; i < dimensions.length; i++) {
+    const dimension = dimensions[i]!;
+    const src = directions[i] === 'src';
+    if (dimension === 'ip' || dimension === 'net') values.push((src ? ctx.pkt.src : ctx.pkt.dst).n);
+    else if (dimension === 'port') {
+      const port = portOf(ctx, src, set.type === 'bitmap:port');
+      if (port === undefined) return undefined;
+      values.push(port);
+    } else throw new NotModelled(`ipset type ${set.type} (its ${dimension} part)`);
+  }
+  // hash:ip: an address that is 0 once masked is refused (hash_ip4_kadt, hash_ip6_kadt: -EINVAL).
+  if (set.type === 'hash:ip') {
+    const bits = familyBits(ctx.family);
+    if (((values[0] as bigint) & prefixMask(bits, set.netmask ?? bits)) === 0n) return undefined;
+  }
+  for (const group of indexed.groups) {
+    let a = 0;
+    const key = keyOf(
+      values.map((v) => {
+        if (typeof v === 'string') return v;
+        const prefix = group.prefixes[a++]!;
+        return (v & prefixMask(familyBits(ctx.family), prefix)).toString(16);
+      }),
+    );
+    const nomatch = group.elements.get(key);
+    if (nomatch !== undefined) return nomatch;
+  }
+  return undefined;
+}
+
+/** The packet's port part as the set types read it (ip_set_getport.c): `protocol:port`, an ICMP
+ * type and code as `type << 8 | code`, port 0 for a protocol without ports; bitmap:port reads
+ * the port of TCP and UDP alone (bitmap_port ip_set_get_ip_port). */
+function portOf(ctx: SimContext, src: boolean, bare: boolean): string | undefined {
+  const p = ctx.pkt;
+  const l4proto = p.l4proto;
+  let port: number | string | undefined;
+  if (l4proto === L4_NUMBERS.tcp || l4proto === L4_NUMBERS.udp || l4proto === L4_NUMBERS.sctp || l4proto === L4_NUMBERS.udplite) port = src ? p.sport : p.dport;
+  else if (l4proto === L4_NUMBERS.icmp || l4proto === L4_NUMBERS.icmpv6) port = ((p.icmpType ?? 0) << 8) | (p.icmpCode ?? 0);
+  else port = 0;
+  if (typeof port === 'string') throw new NotModelled(`an ipset's port part after NAT picked a random port (${port})`);
+  if (port === undefined) return undefined;
+  if (bare) return l4proto === L4_NUMBERS.tcp || l4proto === L4_NUMBERS.udp ? String(port) : undefined;
+  return `${l4proto}:${port}`;
+}

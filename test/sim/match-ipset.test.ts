@@ -1,0 +1,83 @@
+import { describe, expect, it } from 'vitest';
+import { parseRuleset } from '../../src/parser/parse-ruleset.js';
+import { simulatePacket } from '../../src/sim/simulate-packet.js';
+import type { PacketInput } from '../../src/sim/packet.js';
+import { HOST } from './helpers.js';
+
+// iptables' set match against the sets of `ipset save` (xt_set.c, ip_set_core.c ip_set_test);
+// each fact is checked on Linux 6.18 by the set match rows of
+// test/kernel/differential-expressions.test.ts.
+const IPSETS = `create dsts hash:ip family inet
+add dsts 10.244.1.5
+create nets hash:net family inet
+add nets 10.244.0.0/16
+add nets 10.244.1.0/24 nomatch
+add nets 10.244.1.7
+create svc hash:ip,port family inet
+add svc 10.244.1.5,tcp:80
+add svc 10.244.1.5,icmp:echo-request
+create ports bitmap:port range 0-65535
+add ports 80
+add ports 2048
+create masked hash:ip family inet netmask 16
+add masked 10.244.0.0
+create six hash:ip family inet6
+add six 2001:db8::5
+create any list:set
+add any six
+add any dsts
+create onlysix list:set
+add onlysix six
+create macs hash:mac
+add macs 00:11:22:33:44:55
+`;
+
+const SYN: PacketInput = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'tcp', sport: 40000, dport: 80 };
+
+/** Whether FORWARD (policy drop) accepts the packet by the rule `test`, and whether the outcome is
+ * certain. */
+function accepts(test: string, packet: PacketInput = SYN): { accepted: boolean; uncertain: boolean } {
+  const dump = `*filter\n:FORWARD DROP [0:0]\n-A FORWARD ${test} -j ACCEPT\nCOMMIT\n`;
+  const { ruleset, diagnostics } = parseRuleset([
+    { text: dump, file: 'iptables.save' },
+    { text: IPSETS, file: 'node.ipset' },
+  ]);
+  expect(diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+  const { outcomes, errors } = simulatePacket(ruleset, { host: HOST, packet });
+  expect(errors).toBeUndefined();
+  return { accepted: outcomes[0]!.disposition === 'forwarded', uncertain: outcomes[0]!.uncertain };
+}
+
+describe('iptables match set', () => {
+  it.each([
+    ['the flag picks the side: the destination is in the set', '-m set --match-set dsts dst', SYN, true],
+    ['the flag picks the side: the source is not', '-m set --match-set dsts src', SYN, false],
+    ['`!` inverts', '-m set ! --match-set dsts dst', SYN, false],
+    ['the most specific network decides: a nomatch network inside a wider one says no', '-m set --match-set nets dst', SYN, false],
+    ['the most specific network decides: a host inside the nomatch network says yes', '-m set --match-set nets dst', { ...SYN, dst: '10.244.1.7' }, true],
+    ['the wider network alone', '-m set --match-set nets dst', { ...SYN, dst: '10.244.2.5' }, true],
+    ['--return-nomatch: the nomatch network matches', '-m set --match-set nets dst --return-nomatch', SYN, true],
+    ['--return-nomatch: a plain element does not', '-m set --match-set nets dst --return-nomatch', { ...SYN, dst: '10.244.1.7' }, false],
+    ['`!` of a nomatch element matches', '-m set ! --match-set nets dst', SYN, true],
+    ['address and port of the same protocol', '-m set --match-set svc dst,dst', SYN, true],
+    ['the port of another protocol', '-m set --match-set svc dst,dst', { ...SYN, protocol: 'udp' }, false],
+    ['an ICMP type and code are the port', '-m set --match-set svc dst,dst', { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'icmp' }, true],
+    ['fewer flags than dimensions never match', '-m set --match-set svc dst', SYN, false],
+    ['fewer flags than dimensions, negated, always match', '-m set ! --match-set svc dst', SYN, true],
+    ['bitmap:port: a TCP port', '-m set --match-set ports dst', SYN, true],
+    ['bitmap:port: an ICMP type and code is no port', '-m set --match-set ports dst', { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'icmp' }, false],
+    ["hash:ip's netmask: the address's network", '-m set --match-set masked dst', SYN, true],
+    ['list:set: a member holds it', '-m set --match-set any dst', SYN, true],
+    ['list:set: a member of the other family never matches', '-m set --match-set onlysix dst', SYN, false],
+  ] as const)('%s', (_, test, packet, accepted) => {
+    expect(accepts(test, packet)).toEqual({ accepted, uncertain: false });
+  });
+
+  it.each([
+    ['a set no input creates', '-m set --match-set nowhere dst'],
+    ['a part nftsim has no packet field for (a MAC address)', '-m set --match-set macs src'],
+    ['a test of the element counters', '-m set --match-set dsts dst --packets-gt 5'],
+  ])('says it cannot tell for %s', (_, test) => {
+    expect(accepts(test).uncertain).toBe(true);
+  });
+});
