@@ -20,9 +20,11 @@
 // - checksums: the IPv4 header, TCP, UDP, UDP-Lite, ICMP and ICMPv6 checksums are computed
 //   complete (as on the wire and in the harness's packets), and kept valid across payload
 //   statements on named fields, as nft asks the kernel to (nft_payload_set with csum_type inet and
-//   NFT_PAYLOAD_L4CSUM_PSEUDOHDR). Not modelled: the SCTP (crc32c) and DCCP checksums; a locally
-//   generated TCP/UDP packet's checksum, which the kernel leaves partial for the device
-//   (CHECKSUM_PARTIAL); a checksum after a raw payload statement, which nft does not update.
+//   NFT_PAYLOAD_L4CSUM_PSEUDOHDR). A raw payload statement, or one of `th`, leaves the checksum
+//   fields as they were (no csum_type); the kernel's later updates (NAT, named fields) are
+//   incremental, so a field keeps its lag behind the true checksum from then on (StoredHeaders
+//   checksumSkew). Not modelled: the SCTP (crc32c) and DCCP checksums; a locally generated
+//   TCP/UDP packet's checksum, which the kernel leaves partial for the device (CHECKSUM_PARTIAL).
 // - the link layer header exists only for a packet received on an interface (nft_payload.c:
 //   no mac header → NFT_BREAK); its ethertype is known, its MAC addresses are not in the host
 //   model.
@@ -31,7 +33,7 @@ import type { Payload, RawPayload } from '../model/ast.js';
 import type { AddressFamily } from './address.js';
 import { hasIcmpId, portBounds } from './conntrack-table.js';
 import { L4_NUMBERS } from './packet.js';
-import { NotModelled, type PacketState, type SimContext, type StoredHeaders } from './sim-context.js';
+import { NotModelled, type ChecksumSkew, type PacketState, type SimContext, type StoredHeaders } from './sim-context.js';
 
 type Base = 'll' | 'nh' | 'th' | 'ih';
 
@@ -146,7 +148,7 @@ export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredH
   else initialiseNetwork(family, nh);
   // A header an inserted option grew keeps what was stored before it.
   if (stored && stored.th.length <= th.length) th.set(stored.th);
-  else initialiseTransport(p.l4proto, th);
+  else initialiseTransport(p, th);
   const l4Length = Math.max(p.length - nh.length, th.length);
   const view = new DataView(nh.buffer);
   if (family === 'ip') {
@@ -157,7 +159,7 @@ export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredH
     writeBigint(nh, 12, 4, p.src.n);
     writeBigint(nh, 16, 4, p.dst.n);
     view.setUint16(10, 0);
-    view.setUint16(10, internetChecksum([nh]));
+    view.setUint16(10, skewed(internetChecksum([nh]), stored?.checksumSkew?.nh));
   } else {
     view.setUint32(0, (6 << 28) | (p.dscp << 22) | (view.getUint32(0) & 0x003fffff));
     view.setUint16(4, p.length - nh.length);
@@ -200,10 +202,21 @@ export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredH
     // ICMPv4's checksum covers the message only; the others add the pseudo-header (RFC 768, 793,
     // 4443); a UDP checksum of 0 is sent as 0xffff.
     const parts = p.l4proto === 1 ? [th] : [pseudoHeader(nh, family, p.l4proto, l4Length), th];
-    const sum = internetChecksum(parts);
+    const sum = skewed(internetChecksum(parts), stored?.checksumSkew?.th);
     tv.setUint16(checksumAt, p.l4proto === 17 && sum === 0 ? 0xffff : sum);
   }
-  return { nh, th, ...(stored?.staleChecksum && { staleChecksum: true }) };
+  return { nh, th, ...(stored?.checksumSkew && { checksumSkew: stored.checksumSkew }) };
+}
+
+/** A true checksum as the field shows it, lagging by `skew`. */
+function skewed(checksum: number, skew: number | undefined): number {
+  return skew === undefined ? checksum : onesSubtract(checksum, skew);
+}
+
+/** a - b in 16-bit ones' complement, as checksums are updated (RFC 1624). */
+function onesSubtract(a: number, b: number): number {
+  const sum = a + (~b & 0xffff);
+  return (sum & 0xffff) + (sum >>> 16);
 }
 
 function initialiseNetwork(family: AddressFamily, nh: Uint8Array): void {
@@ -213,9 +226,9 @@ function initialiseNetwork(family: AddressFamily, nh: Uint8Array): void {
   }
 }
 
-function initialiseTransport(l4proto: number, th: Uint8Array): void {
+function initialiseTransport(p: PacketState, th: Uint8Array): void {
   const view = new DataView(th.buffer);
-  switch (l4proto) {
+  switch (p.l4proto) {
     case 6:
       view.setUint32(4, DEFAULT_TCP_SEQUENCE);
       th[12] = 5 << 4;
@@ -226,15 +239,14 @@ function initialiseTransport(l4proto: number, th: Uint8Array): void {
       th[4] = 4;
       th[8] = 0x01;
       break;
+    case 1:
+    case 58:
+      // The echo sequence lives in the transport header only for echo messages; the checksum
+      // covers it (an echo's `icmp checksum` read before any write was computed without it).
+      if (ICMP_ECHO_TYPES.has(p.icmpType ?? -1)) view.setUint16(6, DEFAULT_ECHO_SEQUENCE);
+      break;
     default:
       break;
-  }
-}
-
-/** The echo sequence lives in the transport header only for echo messages. */
-function fillIcmpRest(p: PacketState, th: Uint8Array): void {
-  if ((p.l4proto === 1 || p.l4proto === 58) && ICMP_ECHO_TYPES.has(p.icmpType ?? -1) && !p.headers) {
-    new DataView(th.buffer).setUint16(6, DEFAULT_ECHO_SEQUENCE);
   }
 }
 
@@ -336,11 +348,6 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
   return out;
 }
 
-function currentHeaders(ctx: SimContext): StoredHeaders {
-  const headers = serialiseHeaders(ctx.family, ctx.pkt);
-  fillIcmpRest(ctx.pkt, headers.th);
-  return headers;
-}
 
 /** Reads bits of the packet from a header base, as nft_payload_eval does. */
 function readLocation(loc: FieldLocation, ctx: SimContext, what: string): bigint | undefined {
@@ -350,7 +357,7 @@ function readLocation(loc: FieldLocation, ctx: SimContext, what: string): bigint
   // A read of a port NAT picked from a range, or of the transport checksum, which covers it, is
   // not modelled (port); other bytes read as they are.
   const p = ctx.pkt;
-  const headers = currentHeaders(ctx);
+  const headers = serialiseHeaders(ctx.family, ctx.pkt);
   if (typeof p.sport === 'string' || typeof p.dport === 'string' || typeof p.icmpId === 'string') checkPortsUnread(loc, headers, p, what);
   const buf = bytesAt(loc.base, ctx, headers);
   return buf && readBits(buf, loc.offset, loc.length);
@@ -429,7 +436,6 @@ export function readHeaderField(protocol: string, field: string, ctx: SimContext
 
 function checkChecksumKnown(protocol: string, ctx: SimContext): void {
   if (protocol === 'sctp') throw new NotModelled('sctp checksum (crc32c is not computed)');
-  if (ctx.pkt.headers?.staleChecksum) throw new NotModelled(`${protocol} checksum after a raw payload statement (nft does not update it)`);
   if (protocol !== 'ip' && protocol !== 'icmp' && protocol !== 'icmpv6' && ctx.iif === undefined) {
     throw new NotModelled(`${protocol} checksum of a locally generated packet (left partial for the device, CHECKSUM_PARTIAL)`);
   }
@@ -449,8 +455,10 @@ export function writePayload(target: Payload | RawPayload, value: bigint, ctx: S
   const spec = fieldSpec(target.protocol, target.field);
   const name = `${target.protocol} ${target.field}`;
   if (UNWRITABLE.has(name) || CHECKSUM_FIELDS.has(name)) throw new NotModelled(`${name} set`);
-  // An unmet dependency ends the rule before the write; the caller checked it by reading.
-  if (isDependencyMet(target.protocol, spec, ctx)) writeLocation(spec, value, false, ctx);
+  // An unmet dependency ends the rule before the write; the caller checked it by reading. `th`
+  // names no protocol, so nft has no checksum to fix for it (src/proto.c proto_th has no
+  // checksum_key: `th dport set` is a payload write with csum_type 0), as for a raw one.
+  if (isDependencyMet(target.protocol, spec, ctx)) writeLocation(spec, value, target.protocol === 'th', ctx);
 }
 
 /** The IPv4 TOS byte or the IPv6 traffic class, DSCP and ECN together (what iptables' tos match
@@ -468,8 +476,8 @@ export function writeTrafficClass(ctx: SimContext, value: number): void {
   writeLocation(trafficClassAt(ctx), BigInt(value), false, ctx);
 }
 
-/** Writes `value` at `loc`, then reads the packet state back; `raw`: a raw payload statement,
- * after which nft leaves the checksums as they were. */
+/** Writes `value` at `loc`, then reads the packet state back; `raw`: a raw payload statement or
+ * one of `th`, after which nft leaves the checksums as they were. */
 function writeLocation(loc: FieldLocation, value: bigint, raw: boolean, ctx: SimContext): void {
   if (loc.base === 'll' || loc.base === 'ih') throw new NotModelled(`a payload statement on the ${loc.base === 'll' ? 'link layer' : 'inner'} header`);
   // A port (or ICMP identifier) NAT picked from a range is one of it in the kernel, which a write
@@ -478,7 +486,7 @@ function writeLocation(loc: FieldLocation, value: bigint, raw: boolean, ctx: Sim
   const p = ctx.pkt;
   const picked = { sport: p.sport, dport: p.dport, icmpId: p.icmpId };
   const ranged = typeof p.sport === 'string' || typeof p.dport === 'string' || typeof p.icmpId === 'string';
-  const headers = currentHeaders(ctx);
+  const headers = serialiseHeaders(ctx.family, ctx.pkt);
   const start = loc.base === 'th' ? headers.nh.length * 8 : 0;
   const kept = ranged ? keptPorts(picked, start + loc.offset - headers.nh.length * 8, loc.length) : undefined;
   const packet = concat([headers.nh, headers.th]);
@@ -490,8 +498,19 @@ function writeLocation(loc: FieldLocation, value: bigint, raw: boolean, ctx: Sim
   if (raw && (readBits(nh, 0, 4) !== (ctx.family === 'ip' ? 4n : 6n) || (ctx.family === 'ip' && readBits(nh, 4, 4) !== 5n))) {
     throw new NotModelled('a raw payload statement changing the IP version or header length');
   }
-  readBack(ctx, nh, th, raw || headers.staleChecksum === true);
+  readBack(ctx, nh, th, headers.checksumSkew);
+  if (raw) p.headers = { nh, th, checksumSkew: skewAfterRawWrite(ctx, nh, th) };
   if (kept) Object.assign(p, kept);
+}
+
+/** The checksum fields as a raw write left them against the true checksums of the headers it
+ * made. */
+function skewAfterRawWrite(ctx: SimContext, nh: Uint8Array, th: Uint8Array): ChecksumSkew {
+  const truth = serialiseHeaders(ctx.family, { ...ctx.pkt, headers: { nh, th } });
+  const field = (bytes: Uint8Array, at: number | undefined): number => (at === undefined || bytes.length < at + 2 ? 0 : (bytes[at]! << 8) | bytes[at + 1]!);
+  const nhAt = ctx.family === 'ip' ? 10 : undefined;
+  const thAt = CHECKSUM_AT[ctx.pkt.l4proto];
+  return { nh: onesSubtract(field(truth.nh, nhAt), field(nh, nhAt)), th: onesSubtract(field(truth.th, thAt), field(th, thAt)) };
 }
 
 type Ranged = { -readonly [K in (typeof PORTS_AT)[number][0]]?: number | string };
@@ -511,7 +530,7 @@ function keptPorts(picked: Ranged, bit: number, length: number): Ranged {
 }
 
 /** Takes the packet state's fields from rewritten headers and keeps the headers for the rest. */
-function readBack(ctx: SimContext, nh: Uint8Array, th: Uint8Array, staleChecksum: boolean): void {
+function readBack(ctx: SimContext, nh: Uint8Array, th: Uint8Array, checksumSkew: ChecksumSkew | undefined): void {
   const p = ctx.pkt;
   const family = ctx.family;
   const nv = new DataView(nh.buffer);
@@ -541,5 +560,5 @@ function readBack(ctx: SimContext, nh: Uint8Array, th: Uint8Array, staleChecksum
     p.icmpCode = th[1]!;
     p.icmpId = hasIcmpId(p.l4proto, p.icmpType) && th.length >= 6 ? tv.getUint16(4) : undefined;
   }
-  p.headers = { nh, th, ...(staleChecksum && { staleChecksum: true }) };
+  p.headers = { nh, th, ...(checksumSkew && { checksumSkew }) };
 }

@@ -55,12 +55,19 @@ export interface PacketState {
   tcpMss?: number;
 }
 
-/** The serialised network and transport headers (packet-bytes.ts). `staleChecksum`: a raw
- * payload statement changed bytes without the checksum update nft asks for named fields. */
+/** The serialised network and transport headers (packet-bytes.ts). `checksumSkew`: how far
+ * the IPv4 header's (`nh`) and the transport header's (`th`) checksum fields lag behind the
+ * headers' true checksums, in ones' complement, since a raw payload statement changed bytes
+ * without the checksum update nft asks for named fields. */
 export interface StoredHeaders {
   readonly nh: Uint8Array;
   readonly th: Uint8Array;
-  readonly staleChecksum?: boolean;
+  readonly checksumSkew?: ChecksumSkew;
+}
+
+export interface ChecksumSkew {
+  readonly nh: number;
+  readonly th: number;
 }
 
 /** A conntrack tuple's addresses and ports; a port NAT picked at random is its range's text. */

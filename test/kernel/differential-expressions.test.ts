@@ -39,14 +39,6 @@ const VIA_GATEWAY: KernelPacket = { ...SYN, dst: '203.0.113.5' };
 const SYN_MSS: KernelPacket = { ...SYN, tcpMss: 1460 };
 const TO_NODE: KernelPacket = { ...SYN, dst: '192.0.2.10', dport: 22 };
 
-/** The TCP checksum of SYN as craft-packet.ts computes it (the kernel forwards it untouched). */
-function tcpChecksum(): number {
-  const words = [0xc000, 0x0263, 0xc633, 0x6414, 6, 20, 40000, 80, 0x1000, 0, 0, 0, 0x5002, 64240, 0, 0];
-  let sum = words.reduce((a, b) => a + b, 0);
-  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
-  return ~sum & 0xffff;
-}
-
 /** nft_jhash_eval's result for `jhash KEY mod M seed S`, KEY's register bytes given. */
 function jhashOf(bytes: number[], mod: number, seed: number): number {
   return Number((BigInt(jhash(Uint8Array.from(bytes), seed)) * BigInt(mod)) >> 32n);
@@ -67,7 +59,210 @@ function nftText(c: ExpressionCase): string {
   return `table inet h3 {\n${c.extra ?? ''}  chain c {\n    type filter hook ${hook} priority 0; policy drop;\n    ${c.rules}\n  }\n}\n`;
 }
 
+/** Internet checksum of 16-bit words. */
+function csum16(words: number[]): number {
+  let sum = words.reduce((a, b) => a + b, 0);
+  while (sum > 0xffff) sum = (sum & 0xffff) + (sum >>> 16);
+  return ~sum & 0xffff;
+}
+function v4words(a: string): number[] {
+  const b = a.split('.').map(Number);
+  return [(b[0]! << 8) | b[1]!, (b[2]! << 8) | b[3]!];
+}
+/** TCP checksum of a SYN (no options) with these fields. */
+function synChecksum(o: { src?: string; dst?: string; sport?: number; dport?: number; flags?: number; window?: number }): number {
+  return csum16([...v4words(o.src ?? '192.0.2.99'), ...v4words(o.dst ?? '198.51.100.20'), 6, 20, o.sport ?? 40000, o.dport ?? 80, 0x1000, 0, 0, 0, 0x5000 | (o.flags ?? 2), o.window ?? 64240, 0, 0]);
+}
+function udpChecksum(o: { src?: string; dst?: string; sport?: number; dport?: number }): number {
+  const s = csum16([...v4words(o.src ?? '192.0.2.99'), ...v4words(o.dst ?? '198.51.100.20'), 17, 8, o.sport ?? 40000, o.dport ?? 53, 8, 0]);
+  return s === 0 ? 0xffff : s;
+}
+function echoChecksum(id: number, type = 8): number {
+  return csum16([type << 8, id, 1]);
+}
+const PING6: KernelPacket = { iif: 'eth0', src: '2001:db8:1::99', dst: '2001:db8:2::20', protocol: 'icmpv6' };
+const NAT_PRE = (rule: string) => `  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n    ${rule}\n  }\n`;
+const NAT_POST = (rule: string) => `  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    ${rule}\n  }\n`;
+const RAW_PRE = (rule: string) => `  chain raw {\n    type filter hook prerouting priority raw; policy accept;\n    ${rule}\n  }\n`;
+
+
+function v6words(a: string): number[] {
+  const [head = '', tail] = a.split('::');
+  const g = (p: string): number[] => (p === '' ? [] : p.split(':').map((x) => parseInt(x, 16)));
+  const l = g(head);
+  const r = tail === undefined ? [] : g(tail);
+  return [...l, ...new Array<number>(8 - l.length - r.length).fill(0), ...r];
+}
+function syn6Checksum(o: { src?: string; dst?: string; dport?: number }): number {
+  return csum16([...v6words(o.src ?? '2001:db8:1::99'), ...v6words(o.dst ?? '2001:db8:2::20'), 0, 20, 0, 6, 40000, o.dport ?? 80, 0x1000, 0, 0, 0, 0x5002, 64240, 0, 0]);
+}
+const DYN = '  set d {\n    type ipv4_addr; flags dynamic;\n  }\n';
+
+/** The ICMPv6 checksum of an echo request from `src` with identifier `id` (sequence 1). */
+function echo6ChecksumOf(src = '2001:db8:1::99', id = 40000): number {
+  return csum16([...v6words(src), ...v6words('2001:db8:2::20'), 0, 8, 0, 58, 128 << 8, id, 1]);
+}
+
+
+// nft features beyond what the generated differential cases write (sets and maps, dynamic sets,
+// bitwise tests, payload statements and checksums, options, hashes, fib, rt, meta and ct keys,
+// limits, NAT forms), each checked against the kernel.
+const NFT_FEATURES: readonly ExpressionCase[] = [
+  // Dynamic sets.
+  { name: 'update @set with limit (meter)', rules: 'update @d { ip saddr limit rate 1/hour burst 5 packets } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic;\n  }\n' },
+  { name: 'add @set of a concatenation, then lookup', rules: 'add @d { ip saddr . tcp dport }\n    ip saddr . tcp dport @d accept', packet: SYN, extra: '  set d {\n    type ipv4_addr . inet_service; flags dynamic;\n  }\n' },
+  { name: 'add @set with timeout, then lookup', rules: 'add @d { ip saddr timeout 1h }\n    ip saddr @d accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic,timeout;\n  }\n' },
+  // Sets and maps.
+  { name: 'interval map meta mark set from ip saddr prefix', rules: 'meta mark set ip saddr map { 192.0.2.0/25 : 0x1, 192.0.2.128/25 : 0x2 }\n    meta mark 0x1 accept', packet: SYN },
+  { name: 'concatenation with intervals in a named set', rules: 'ip saddr . ip daddr @c accept', packet: SYN, extra: '  set c {\n    type ipv4_addr . ipv4_addr; flags interval;\n    elements = { 192.0.2.0/24 . 198.51.100.0/27, 10.0.0.0/8 . 10.0.0.0/8 }\n  }\n' },
+  { name: 'concatenation with intervals: outside the range', rules: 'ip saddr . ip daddr != @c accept', packet: SYN, extra: '  set c {\n    type ipv4_addr . ipv4_addr; flags interval;\n    elements = { 192.0.2.0/24 . 198.51.100.0/28 }\n  }\n' },
+  { name: 'port range set', rules: 'tcp dport { 1-79, 81-100 } drop\n    tcp dport != 1-79 accept', packet: SYN },
+  { name: 'iifname set with a wildcard', rules: 'iifname { "lo", "eth*" } accept', packet: SYN },
+  { name: 'vmap on a concatenation with a range', rules: 'ip daddr . tcp dport vmap { 198.51.100.0/24 . 1-1024 : accept }', packet: SYN },
+  { name: 'named map typeof, ports to marks', rules: 'meta mark set tcp dport map @m\n    meta mark 0x50 accept', packet: SYN, extra: '  map m {\n    typeof tcp dport : meta mark\n    elements = { 80 : 0x50, 443 : 0x51 }\n  }\n' },
+  { name: 'ifname set, iifname and oifname concatenation', rules: 'iifname . oifname { "eth0" . "eth1" } accept', packet: SYN },
+  // Bitwise, shifts, ranges and prefixes on odd fields.
+  { name: 'tcp dport & 0xff00 == 0', rules: 'tcp dport & 0xff00 == 0 accept', packet: SYN },
+  { name: 'ip saddr & 0.0.0.255 == 0.0.0.99', rules: 'ip saddr & 0.0.0.255 == 0.0.0.99 accept', packet: SYN },
+  { name: 'ip dscp range and <', rules: 'ip dscp 0-3 ip dscp < cs1 accept', packet: SYN },
+  { name: 'tcp doff range, ip hdrlength <', rules: 'tcp doff 5-6 ip hdrlength < 6 accept', packet: SYN },
+  { name: 'ip version 4 of an IPv6 packet in inet', rules: 'ip version 4 drop\n    ip6 version 6 accept', packet: SYN6 },
+  { name: 'ip ttl range at forward', rules: 'ip ttl 60-63 ip ttl < 64 accept', packet: SYN },
+  { name: 'ip6 saddr prefix and ip6 daddr range', rules: 'ip6 saddr 2001:db8:1::/48 ip6 daddr 2001:db8:2::1-2001:db8:2::ff accept', packet: SYN6 },
+  { name: 'meta mark set with shifts and masks', rules: 'meta mark set 0x12345678\n    meta mark set meta mark >> 8\n    meta mark & 0xffff0000 == 0x00120000 meta mark 0x123456 accept', packet: SYN },
+  { name: 'meta mark set mark and/xor', rules: 'meta mark set 0xff\n    meta mark set mark and 0xf0 xor 0x3\n    meta mark 0xf3 accept', packet: SYN },
+  { name: 'ip daddr mask', rules: 'ip daddr & 255.255.255.0 == 198.51.100.0 accept', packet: SYN },
+  { name: 'ip saddr . ip daddr exact set', rules: 'ip saddr . ip daddr { 192.0.2.99 . 198.51.100.20 } accept', packet: SYN },
+  { name: 'meta length range', rules: 'meta length 40-60 accept', packet: SYN },
+  { name: 'ip6 dscp and ecn', rules: 'ip6 dscp cs0 ip6 ecn not-ect ip6 hoplimit 63 accept', packet: SYN6 },
+  { name: 'tcp flags == syn', rules: 'tcp flags == syn accept', packet: SYN },
+  { name: 'tcp flags != syn|ack', rules: 'tcp flags != syn | ack accept', packet: SYN },
+  // Payload statements and checksums.
+  { name: 'tcp dport set fixes the checksum', rules: `tcp dport set 8080\n    tcp checksum ${synChecksum({ dport: 8080 })} accept`, packet: SYN },
+  { name: 'udp dport set fixes the checksum', rules: `udp dport set 5353\n    udp checksum ${udpChecksum({ dport: 5353 })} accept`, packet: UDP },
+  { name: 'udp checksum of a UDP packet', rules: `udp checksum ${udpChecksum({})} accept`, packet: UDP },
+  { name: 'icmp checksum of an echo', rules: `icmp checksum ${echoChecksum(40000)} accept`, packet: PING },
+  { name: 'icmp id set fixes the checksum', rules: `icmp id set 7\n    icmp checksum ${echoChecksum(7)} accept`, packet: PING },
+  { name: 'ip saddr set fixes the tcp checksum (pseudo header)', rules: `ip saddr set 192.0.2.77\n    tcp checksum ${synChecksum({ src: '192.0.2.77' })} accept`, packet: SYN },
+  { name: 'ip daddr set at forward', rules: 'ip daddr set 198.51.100.30 accept', packet: SYN },
+  { name: 'ip daddr set before routing', rules: 'accept', packet: SYN, extra: RAW_PRE('ip daddr set 203.0.113.5') },
+  { name: 'ip ecn set ce', rules: 'ip ecn set ce\n    ip ecn ce @nh,8,8 0x03 accept', packet: SYN },
+  { name: 'ip6 dscp set cs3', rules: 'ip6 dscp set cs3\n    ip6 dscp cs3 @nh,0,12 0x660 accept', packet: SYN6 },
+  { name: 'raw payload set of the destination port', rules: '@th,16,16 set 8080\n    tcp dport 8080 accept', packet: SYN },
+  { name: 'tcp sport set tcp dport', rules: 'tcp sport set tcp dport\n    tcp sport 80 accept', packet: SYN },
+  { name: 'tcp flags set', rules: 'tcp flags set syn,ecn,cwr\n    tcp flags == syn|ecn|cwr accept', packet: SYN },
+  { name: 'ip6 hoplimit set', rules: 'ip6 hoplimit set 10\n    ip6 hoplimit 10 accept', packet: SYN6 },
+  { name: 'tcp window set then checksum', rules: `tcp window set 1000\n    tcp checksum ${synChecksum({ window: 1000 })} accept`, packet: SYN },
+  // TCP options.
+  { name: 'tcp option sack-perm exists of a SYN with only MSS', rules: 'tcp option sack-perm exists drop\n    tcp option window missing accept', packet: SYN_MSS },
+  { name: 'exthdr frag missing, exthdr rt exists', rules: 'exthdr rt exists drop\n    exthdr frag missing accept', packet: SYN6 },
+  { name: 'ip option lsrr type of an absent option', rules: 'ip option lsrr type 131 drop\n    ip option lsrr missing accept', packet: SYN },
+  // Hashes.
+  { name: 'jhash tcp dport seed', rules: `jhash tcp dport mod 1000 seed 0x5 ${jhashOf([0, 80], 1000, 5)} accept`, packet: SYN },
+  { name: 'jhash meta mark seed', rules: `meta mark set 0x1234\n    jhash meta mark mod 100 seed 0x2 ${jhashOf([0x34, 0x12, 0, 0], 100, 2)} accept`, packet: SYN },
+  { name: 'meta mark set jhash', rules: `meta mark set jhash ip saddr . ip daddr mod 50 seed 0x3\n    meta mark ${jhashOf([192, 0, 2, 99, 198, 51, 100, 20], 50, 3)} accept`, packet: SYN },
+  { name: 'symhash mod 2', rules: 'symhash mod 2 0 accept', packet: SYN },
+  // fib.
+  { name: 'fib saddr . iif oif eth0', rules: 'fib saddr . iif oif "eth0" accept', packet: SYN, hook: 'prerouting' },
+  { name: 'fib saddr oifname', rules: 'fib saddr oifname "eth0" accept', packet: SYN },
+  { name: 'fib daddr . iif type of another interface address', rules: 'fib daddr . iif type local drop\n    fib daddr . iif type unicast accept', packet: { ...TO_NODE, dst: '198.51.100.10' }, hook: 'prerouting' },
+  { name: 'fib daddr . iif type local of the input address', rules: 'fib daddr . iif type local accept', packet: TO_NODE, hook: 'prerouting' },
+  { name: 'fib daddr type set', rules: 'fib daddr type { unicast, local } accept', packet: SYN },
+  { name: 'fib saddr . iif oif for IPv6', rules: 'fib saddr . iif oif "eth0" accept', packet: SYN6, hook: 'prerouting' },
+  { name: 'fib daddr . oif type at forward', rules: 'fib daddr . oif type unicast accept', packet: SYN },
+  { name: 'fib daddr . mark oif', rules: 'fib daddr . mark oif "eth1" accept', packet: SYN },
+  // rt, meta, ct.
+  { name: 'rt ip6 nexthop', rules: 'rt ip6 nexthop 2001:db8:2::20 accept', packet: SYN6 },
+  { name: 'meta l4proto set and th dport', rules: 'meta l4proto { tcp, udp } th dport 80 accept', packet: SYN },
+  { name: 'icmpv6 fields of an echo', rules: 'icmpv6 type echo-request icmpv6 code 0 icmpv6 id 40000 icmpv6 sequence 1 accept', packet: PING6 },
+  { name: 'icmp type set', rules: 'icmp type { echo-request, echo-reply } icmp code 0 accept', packet: PING },
+  { name: 'ct mark set then ct mark', rules: 'ct mark set 0x10\n    ct mark set ct mark or 0x3\n    ct mark 0x13 accept', packet: SYN },
+  { name: 'ct status not seen-reply', rules: 'ct status & seen-reply == 0 ct status ! assured accept', packet: SYN },
+  { name: 'ct zone 0 and ct direction original', rules: 'ct zone 0 ct direction original accept', packet: SYN },
+  { name: 'ct protocol and ct original proto-dst for UDP', rules: 'ct protocol udp meta l4proto udp ct original proto-dst 53 accept', packet: UDP },
+  { name: 'ct original ip6 saddr', rules: 'ct original ip6 saddr 2001:db8:1::99 ct reply ip6 saddr 2001:db8:2::20 accept', packet: SYN6 },
+  { name: 'ct label set 127 then ct label', rules: 'ct label set 127\n    ct label 127 accept', packet: SYN },
+  { name: 'meta iifname != and oifname prefix', rules: 'iifname != "eth1" oifname "eth*" accept', packet: SYN },
+  { name: 'meta pkttype unicast', rules: 'meta pkttype unicast accept', packet: SYN },
+  { name: 'udp length and th sport', rules: 'udp sport 40000 udp length 8 th sport 40000 accept', packet: UDP },
+  { name: 'named limit object', rules: 'limit name "l" accept', packet: SYN, extra: '  limit l {\n    rate over 1/hour burst 1 packets\n  }\n' },
+  { name: 'limit over bytes below the packet', rules: 'limit rate over 10 bytes/second accept', packet: SYN },
+  { name: 'named quota object with used', rules: 'quota name "q" accept', packet: SYN, extra: '  quota q {\n    until 100 bytes used 70 bytes\n  }\n' },
+  { name: 'counter object', rules: 'counter name "c" accept', packet: SYN, extra: '  counter c {\n  }\n' },
+  // NAT.
+  { name: 'dnat to an interval map', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip to ip saddr map { 192.0.2.0/24 : 198.51.100.30 }') },
+  { name: 'dnat to a port map', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip to tcp dport map { 80 : 198.51.100.30, 443 : 198.51.100.31 }') },
+  { name: 'dnat to a jhash map', rules: 'accept', packet: SYN, extra: NAT_PRE(`dnat ip to jhash ip saddr mod 2 seed 0x1 map { 0 : 198.51.100.30, 1 : 198.51.100.31 }`) },
+  { name: 'dnat ip6 to an address and port', rules: 'accept', packet: SYN6, extra: NAT_PRE('meta l4proto tcp dnat ip6 to [2001:db8:2::30]:8080') },
+  { name: 'snat ip6 to an address', rules: 'accept', packet: SYN6, extra: NAT_POST('snat ip6 to 2001:db8:2::10') },
+  { name: 'masquerade of IPv6 in inet', rules: 'accept', packet: SYN6, extra: NAT_POST('masquerade') },
+  { name: 'masquerade to a port with random', rules: 'accept', packet: SYN, extra: NAT_POST('meta l4proto tcp masquerade to :10000-10100 random') },
+  { name: 'snat to address range and port', rules: 'accept', packet: UDP, extra: NAT_POST('meta l4proto udp snat ip to 198.51.100.10-198.51.100.12:2000') },
+  { name: 'dnat to an address with the port from a map of port', rules: 'accept', packet: SYN, extra: NAT_PRE('meta l4proto tcp dnat ip to 198.51.100.30 : tcp dport map { 80 : 8080 }') },
+  { name: 'dnat of ICMP echo', rules: 'accept', packet: PING, extra: NAT_PRE('dnat ip to 198.51.100.30') },
+  { name: 'snat of ICMPv6 echo', rules: 'accept', packet: PING6, extra: NAT_POST('snat ip6 to 2001:db8:2::10') },
+  { name: 'redirect to a port of a packet to the node', rules: 'accept', packet: TO_NODE, hook: 'input', extra: NAT_PRE('tcp dport 22 redirect to :2222') },
+  { name: 'dnat with numgen inc map', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip to numgen inc mod 2 map { 0 : 198.51.100.30, 1 : 198.51.100.31 }') },
+  { name: 'icmp checksum as if the echo sequence were 0', rules: `icmp checksum ${csum16([0x0800, 40000, 0])} accept`, packet: PING },
+  { name: 'icmpv6 checksum of an echo', rules: `icmpv6 checksum ${echo6ChecksumOf()} accept`, packet: PING6 },
+  { name: 'th dport set leaves the checksum', rules: `th dport set 8080\n    tcp checksum ${synChecksum({})} accept`, packet: SYN },
+  { name: 'th dport set: the new port', rules: `th dport set 8080\n    tcp dport 8080 accept`, packet: SYN },
+  { name: 'ip6 saddr set fixes the tcp checksum', rules: `ip6 saddr set 2001:db8:1::77\n    tcp checksum ${syn6Checksum({ src: '2001:db8:1::77' })} accept`, packet: SYN6 },
+  { name: 'tcp checksum of an IPv6 SYN', rules: `tcp checksum ${syn6Checksum({})} accept`, packet: SYN6 },
+  { name: 'meta mark range and interval set (host byte order)', rules: 'meta mark set 0x100\n    meta mark 0x1-0x1ff meta mark { 0xf0-0x1ff } meta mark > 0xff accept', packet: SYN },
+  { name: 'ct state set', rules: 'ct state { new, related } accept', packet: SYN },
+  { name: 'ct status == 0 of a new connection without NAT', rules: 'ct status == 0 accept', packet: SYN },
+  { name: 'ip dscp and ecn sets', rules: 'ip dscp { cs0, cs1 } ip ecn { not-ect } ip dscp != { cs2, cs3 } accept', packet: SYN },
+  { name: 'ip6 dscp set (sub-byte across bytes)', rules: 'ip6 dscp { cs0, cs1 } accept', packet: SYN6 },
+  { name: 'tcp flags set lookup', rules: 'tcp flags { syn, syn | ack } accept', packet: SYN },
+  { name: 'ct zone set from a map', rules: 'ct zone 3 accept', packet: SYN, extra: RAW_PRE('ct zone set iifname map { "eth0" : 3, "eth1" : 4 }') },
+  { name: 'ct mark set from a map', rules: 'ct mark set tcp dport map { 80 : 0x5 }\n    ct mark 0x5 accept', packet: SYN },
+  { name: 'fib daddr type broadcast of a directed broadcast', rules: 'fib daddr type broadcast accept', packet: { ...UDP, dst: '198.51.100.255' }, hook: 'prerouting' },
+  { name: 'fib daddr . iif oif missing at prerouting', rules: 'fib daddr . iif oif missing accept', packet: SYN, hook: 'prerouting' },
+  { name: 'meta length of an IPv6 SYN', rules: 'meta length 60 ip6 length 20 accept', packet: SYN6 },
+  { name: 'ether type ip6', rules: 'ether type ip6 accept', packet: SYN6 },
+  { name: 'vmap with a port range', rules: 'tcp dport vmap { 1-100 : accept, 101-200 : drop }', packet: SYN },
+  { name: 'ip saddr != set of prefixes', rules: 'ip saddr != { 10.0.0.0/8, 172.16.0.0/12 } accept', packet: SYN },
+  { name: 'concatenation of ct original tuple in a set', rules: 'meta l4proto tcp ct original ip daddr . ct original proto-dst { 198.51.100.20 . 80 } accept', packet: SYN },
+  { name: 'dnat without a family in inet', rules: 'accept', packet: SYN, extra: NAT_PRE('ip daddr 198.51.100.20 dnat to 198.51.100.30') },
+  { name: 'snat via a named interval map', rules: 'accept', packet: SYN, extra: `  map sm {\n    type ipv4_addr : ipv4_addr; flags interval;\n    elements = { 192.0.2.0/24 : 198.51.100.10 }\n  }\n${NAT_POST('snat ip to ip saddr map @sm')}` },
+  { name: 'dnat via a concatenated key to an address', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip to ip daddr . tcp dport map { 198.51.100.20 . 80 : 198.51.100.30 }') },
+  { name: 'snat to a port range with random', rules: 'accept', packet: SYN, extra: NAT_POST('meta l4proto tcp snat ip to 198.51.100.10:2000-3000 random') },
+  { name: 'dnat to an address and a port range', rules: 'accept', packet: UDP, extra: NAT_PRE('udp dport 53 dnat ip to 198.51.100.30:5300-5310') },
+  { name: 'redirect of IPv6 to a port', rules: 'accept', packet: { ...SYN6, dst: '2001:db8:1::10', dport: 22 }, hook: 'input', extra: NAT_PRE('tcp dport 22 redirect to :2222') },
+  { name: 'add @set with counter, then lookup', rules: 'add @d { ip saddr counter }\n    ip saddr @d accept', packet: SYN, extra: DYN },
+  { name: 'delete @set of an added element', rules: 'add @d { ip saddr }\n    delete @d { ip saddr }\n    ip saddr != @d accept', packet: SYN, extra: DYN },
+  { name: 'meta mark set meta length', rules: 'meta mark set meta length\n    meta mark 40 accept', packet: SYN },
+  { name: 'meta mark set iif map', rules: 'meta mark set iifname map { "eth0" : 0x11 }\n    meta mark 0x11 accept', packet: SYN },
+  { name: 'jhash of iifname', rules: `jhash iifname mod 100 seed 0x1 ${jhashOf([101, 116, 104, 48, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0], 100, 1)} accept`, packet: SYN },
+  { name: 'dnat via an interval concatenated map', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip to ip saddr . tcp dport map { 192.0.2.0/24 . 80 : 198.51.100.30 }') },
+  { name: 'byte limit one byte short of the packet', rules: 'limit rate 39 bytes/second accept', packet: SYN },
+  { name: 'meta rtclassid at forward', rules: 'meta rtclassid 0 accept', packet: SYN },
+  { name: 'meta secpath missing', rules: 'meta secpath missing accept', packet: SYN },
+  { name: 'iifname vmap', rules: 'iifname vmap { "eth0" : accept, "eth1" : drop }', packet: SYN },
+  { name: 'ip protocol . th dport set', rules: 'ip protocol . th dport { tcp . 80, udp . 53 } accept', packet: SYN },
+  { name: 'ip6 saddr set fixes the icmpv6 checksum', rules: `ip6 saddr set 2001:db8:1::77\n    icmpv6 checksum ${echo6ChecksumOf('2001:db8:1::77', 40000)} accept`, packet: PING6 },
+  { name: 'ip saddr set leaves the icmp checksum', rules: `ip saddr set 192.0.2.77\n    icmp checksum ${echoChecksum(40000)} accept`, packet: PING },
+  { name: 'th sport set leaves the udp checksum', rules: `th sport set 4000\n    udp checksum ${udpChecksum({})} accept`, packet: UDP },
+  { name: 'th dport set of an echo writes its checksum', rules: 'th dport set 4660\n    icmp checksum 4660 accept', packet: PING },
+  { name: 'dnat to a port range by redirect', rules: 'accept', packet: TO_NODE, hook: 'input', extra: NAT_PRE('tcp dport 22 redirect to :8000-8010') },
+  { name: 'meta mark vmap with ranges', rules: 'meta mark vmap { 0x0-0xf : accept, 0x10-0xff : drop }', packet: SYN },
+  { name: 'ip saddr 0.0.0.0/0 and tcp dport 0-65535', rules: 'ip saddr 0.0.0.0/0 tcp dport 0-65535 accept', packet: SYN },
+  { name: 'dynset of IPv6 addresses in inet', rules: 'add @d6 { ip6 saddr }\n    ip6 saddr @d6 accept', packet: SYN6, extra: '  set d6 {\n    type ipv6_addr; flags dynamic;\n  }\n' },
+  { name: 'update @set with timeout', rules: 'update @d { ip saddr timeout 1m }\n    ip saddr @d accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic,timeout;\n  }\n' },
+  { name: 'icmpv6 id set fixes the checksum', rules: `icmpv6 id set 7\n    icmpv6 checksum ${echo6ChecksumOf('2001:db8:1::99', 7)} accept`, packet: PING6 },
+  { name: 'ct l3proto, ct protocol, nfproto', rules: 'meta nfproto ipv4 ct l3proto ipv4 ct protocol tcp ct original proto-src 40000 accept', packet: SYN },
+  { name: 'add @set of a key already a static element', rules: 'add @d { ip saddr } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; size 1; flags dynamic;\n    elements = { 192.0.2.99 }\n  }\n' },
+  { name: 'dynset with limit under, then lookup', rules: 'add @d { ip saddr limit rate 1/hour burst 5 packets }\n    ip saddr @d accept', packet: SYN, extra: DYN },
+  { name: 'dynset with counter, then lookup', rules: 'add @d { ip saddr counter }\n    ip saddr @d accept', packet: SYN, extra: DYN },
+  { name: 'meta mark set ct mark and', rules: 'ct mark set 0x5\n    meta mark set ct mark and 0x4\n    meta mark 0x4 accept', packet: SYN },
+  { name: 'ip ecn set ect1', rules: 'ip ecn set ect1\n    ip ecn ect1 accept', packet: SYN },
+  { name: 'set-level counter, dynset add then lookup', rules: 'add @d { ip saddr }\n    ip saddr @d accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic;\n    counter;\n  }\n' },
+  { name: 'port knocking: ct state new add with timeout, then lookup of the concatenation', rules: 'ct state new add @k { ip saddr . tcp dport timeout 10s }\n    ip saddr . tcp dport @k accept', packet: SYN, extra: '  set k {\n    type ipv4_addr . inet_service; flags dynamic,timeout;\n  }\n' },
+];
+
 const CASES: readonly ExpressionCase[] = [
+  ...NFT_FEATURES,
   // Header fields from the packet bytes (nft src/proto.c offsets).
   { name: 'ip hdrlength 5 (no IP options)', rules: 'ip hdrlength 5 accept', packet: SYN },
   { name: 'ip frag-off: DF set, no fragment', rules: 'ip frag-off & 0x4000 != 0 ip frag-off & 0x1fff 0 accept', packet: SYN },
@@ -75,7 +270,7 @@ const CASES: readonly ExpressionCase[] = [
   { name: 'ip ecn not-ect', rules: 'ip ecn not-ect accept', packet: SYN },
   { name: 'ip6 length is the payload length', rules: 'ip6 length 20 accept', packet: SYN6 },
   { name: 'tcp sequence, ackseq, doff, reserved, window, urgptr', rules: 'tcp sequence 268435456 tcp ackseq 0 tcp doff 5 tcp reserved 0 tcp window 64240 tcp urgptr 0 accept', packet: SYN },
-  { name: 'tcp checksum', rules: `tcp checksum ${tcpChecksum()} accept`, packet: SYN },
+  { name: 'tcp checksum', rules: `tcp checksum ${synChecksum({})} accept`, packet: SYN },
   { name: 'udp length', rules: 'udp length 8 accept', packet: UDP },
   { name: 'icmp id and sequence of an echo request', rules: 'icmp id 40000 icmp sequence 1 accept', packet: PING },
   { name: 'ct proto-src of an echo is its identifier', rules: 'meta l4proto icmp ct original proto-src 40000 ct reply proto-src 40000 accept', packet: PING },
