@@ -460,10 +460,14 @@ export function datatypeOf(expr: Expr): Datatype | undefined {
     case 'exthdr':
       if (expr.field === undefined) return { name: 'boolean', bits: 1 };
       return datatype(EXTHDR_TYPES[`${expr.header} ${expr.field}`]);
-    case 'tcp-option':
+    case 'tcp-option': {
+      // `tcp option @KIND,OFFSET,LENGTH` loads LENGTH bits, as a raw payload does.
+      const raw = /^@\d+,\d+,(\d+)$/.exec(expr.option);
+      if (raw) return { name: 'integer', bits: Number(raw[1]) };
       if (expr.field === undefined) return { name: 'boolean', bits: 1 };
       return datatype(TCP_OPTION_TYPES[`${expr.option.replace(/\d+$/, '')} ${expr.field}`]) ??
         { name: 'integer', bits: 8 };
+    }
     case 'ip-option':
       if (expr.field === undefined) return { name: 'boolean', bits: 1 };
       return datatype(IP_OPTION_TYPES[expr.field]);

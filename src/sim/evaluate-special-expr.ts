@@ -7,8 +7,8 @@ import type { Expr } from '../model/ast.js';
 import type { Address, AddressFamily } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
 import { evaluateExpr, type RtValue } from './evaluate-expr.js';
-import { payloadFieldBits, TCP_MSS_LENGTH } from './packet-bytes.js';
-import { isIptablesRule, NotModelled, routeKeyOf, type SimContext } from './sim-context.js';
+import { payloadFieldBits, TCP_MSS_LENGTH, TCP_MSS_OPTION } from './packet-bytes.js';
+import { isIptablesRule, NotModelled, routeKeyOf, type PacketState, type SimContext } from './sim-context.js';
 import { HOST_KEY } from './route-rules.js';
 
 type SpecialExpr = Extract<Expr, { kind: 'exthdr' | 'tcp-option' | 'ip-option' | 'sctp-chunk' | 'rt' | 'socket' | 'osf' | 'ipsec' | 'hash' }>;
@@ -31,6 +31,22 @@ function mssOptionField(field: string | undefined, mss: number): bigint | undefi
     default:
       return undefined;
   }
+}
+
+/** `tcp option @KIND,OFFSET,LENGTH` (bits): LENGTH bits of the option from OFFSET, its kind
+ * byte first (nft_exthdr_tcp_eval copies priv->len bytes at priv->offset). Unlike a named field
+ * the load has no NFT_EXTHDR_F_PRESENT: without the option, or past its length, the rule breaks
+ * (checked on Linux 6.18). The only option nftsim's TCP packets carry is MSS: kind 2, length 4,
+ * the size. */
+function rawTcpOption(option: string, p: PacketState): bigint | undefined {
+  const match = /^@(\d+),(\d+),(\d+)$/.exec(option);
+  if (!match) throw new NotModelled(`tcp option ${option}`);
+  const [kind, offset, length] = match.slice(1).map(Number) as [number, number, number];
+  if (offset % 8 !== 0 || length % 8 !== 0 || length === 0) throw new NotModelled(`tcp option ${option} (not whole bytes)`);
+  if (p.l4proto !== 6 || kind !== TCP_MSS_OPTION || p.tcpMss === undefined) return undefined;
+  const bytes = [TCP_MSS_OPTION, TCP_MSS_LENGTH, p.tcpMss >> 8, p.tcpMss & 0xff];
+  if (offset / 8 + length / 8 > bytes.length) return undefined;
+  return bytes.slice(offset / 8, offset / 8 + length / 8).reduce((v, b) => (v << 8n) | BigInt(b), 0n);
 }
 
 /** Interface MTUs: the host model has none; veth and Ethernet default to 1500, loopback to 65536
@@ -240,6 +256,7 @@ export function evaluateSpecialExpr(expr: SpecialExpr, ctx: SimContext): RtValue
       // options (data offset 5) but an MSS option, the input's or iptables' TCPMSS's. iptables' tcpmss
       // match, lowered to the MSS option's size, is xt_tcpmss in the kernel, which gives its
       // inversion without the option: a size no range holds (-1) does that.
+      if (expr.option.startsWith('@')) return rawTcpOption(expr.option, p);
       if (expr.option === 'maxseg' && p.l4proto === 6 && p.tcpMss !== undefined) return mssOptionField(expr.field, p.tcpMss);
       if (expr.option === 'maxseg' && expr.field === 'size' && isIptablesRule(ctx)) return -1n;
       return absent(expr.field);

@@ -338,6 +338,9 @@ function setTcpOption(target: Extract<Expr, { kind: 'tcp-option' }>, valueExpr: 
   if (value === undefined) return iptables ? undefined : NO_MATCH;
   // Without a TCP header nft's set breaks the rule (nft_tcp_header_pointer); TCPMSS's rule has -p tcp.
   if (p.l4proto !== 6) return iptables ? undefined : NO_MATCH;
+  // A raw write into the MSS option the packet carries is not modelled; into one it lacks, it
+  // finds nothing to write, as a named one (nft_exthdr_tcp_set_eval).
+  if (target.option.startsWith('@') && p.tcpMss !== undefined) throw new NotModelled(`tcp option ${target.option} set`);
   if (target.option !== 'maxseg' || target.field !== 'size') return undefined;
   if (p.tcpMss === undefined && (!iptables || p.length > headersLength(ctx.family, p.l4proto))) return undefined;
   const mss = integerOf(value, 'tcp option maxseg size set') & 0xffff;

@@ -112,7 +112,7 @@ const IP_DF = 0x4000;
 const ICMP_ECHO_TYPES = new Set([0, 8, 128, 129]);
 
 /** TCPOPT_MSS and TCPOLEN_MSS (include/net/tcp.h). */
-const TCP_MSS_OPTION = 2;
+export const TCP_MSS_OPTION = 2;
 export const TCP_MSS_LENGTH = 4;
 
 /** The transport header's length: its protocol's, with the MSS option the packet carries. */

@@ -108,6 +108,8 @@ function echo6ChecksumOf(src = '2001:db8:1::99', id = 40000): number {
 // bitwise tests, payload statements and checksums, options, hashes, fib, rt, meta and ct keys,
 // limits, NAT forms), each checked against the kernel.
 const NFT_FEATURES: readonly ExpressionCase[] = [
+  { name: 'tcp option raw', rules: 'tcp option @2,16,16 1460 accept', packet: SYN_MSS },
+  { name: 'raw tcp option of an optionless SYN', rules: 'tcp option @2,16,16 0 accept', packet: SYN },
   // Dynamic sets.
   { name: 'update @set with limit (meter)', rules: 'update @d { ip saddr limit rate 1/hour burst 5 packets } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic;\n  }\n' },
   { name: 'add @set of a concatenation, then lookup', rules: 'add @d { ip saddr . tcp dport }\n    ip saddr . tcp dport @d accept', packet: SYN, extra: '  set d {\n    type ipv4_addr . inet_service; flags dynamic;\n  }\n' },

@@ -91,6 +91,13 @@ describe('options and extension headers the packet does not carry (nft_exthdr.c)
     ['exthdr hbh missing', TCP6, true],
     ['exthdr hbh missing', LOCAL, false], // inet: nft adds `meta nfproto ipv6`
     ['sctp chunk init missing', LOCAL, true],
+    // A raw option load has no presence flag: without the option it breaks, `0` included; with it,
+    // the bytes from the kind byte on (kernel rows "tcp option raw", "raw tcp option of an
+    // optionless SYN").
+    ['tcp option @2,16,16 0', LOCAL, false],
+    ['tcp option @2,16,16 1460', { ...LOCAL, tcpMss: 1460 }, true],
+    ['tcp option @2,0,16 0x0204', { ...LOCAL, tcpMss: 1460 }, true],
+    ['tcp option @2,16,32 0', { ...LOCAL, tcpMss: 1460 }, false], // past the option's 4 bytes: breaks
   ] as const)('%s (%j) → %s', (match, packet, expected) => {
     expect(markedBy(match, packet)).toBe(expected ? '0x00000001' : '0x00000000');
   });
