@@ -1,4 +1,4 @@
-import type { Expr, Family, Literal, Value } from './ast.js';
+import type { Expr, Family, KeyType, Literal, Value } from './ast.js';
 import { formatIpv6 } from './format-ipv6.js';
 
 // The typed meaning of values: which nft datatype each left-hand side has, how a literal written
@@ -531,6 +531,13 @@ export function datatypeOf(expr: Expr): Datatype | undefined {
 
 /** The datatype named in a set declaration (`type ipv4_addr . inet_service`); undefined when a
  * name is unknown. Only names are known here, so `bits` is 0. */
+/** The datatype of a set's key or a map's data as declared: `type …` names, `typeof …` an
+ * expression's. */
+export function keyTypeDatatype(key: KeyType | undefined): Datatype | undefined {
+  if (!key) return undefined;
+  return key.kind === 'type' ? datatypeNamed(key.names) : datatypeOf(key.expr);
+}
+
 export function datatypeNamed(names: readonly string[]): Datatype | undefined {
   const parts: Datatype[] = [];
   for (const name of names) {

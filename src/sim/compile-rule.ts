@@ -41,6 +41,7 @@ import {
 } from './evaluate-stmt.js';
 import { isAddrtypeMatch } from './match-addrtype.js';
 import { findAddedTo, findResolved, positionOf, resolveLookup, type ResolvedLookup } from './lookup-element.js';
+import { passesElementStatements } from './dynset.js';
 import { applyOp, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
 import type { Loc, TraceEvent } from './outcome.js';
 import { currentRule, locOf, NotModelled, type SimContext } from './sim-context.js';
@@ -554,6 +555,12 @@ function jumpAt(arena: CodeArena, slot: number, ctx: SimContext): RuleResult {
   return (arena.jumps[slot] = verdictResult(stmt.verdict, stmt.target, ctx));
 }
 
+/** A verdict map element's data as the rule's result. */
+function verdictOfData(data: Expr, ctx: SimContext): RuleResult {
+  if (data.kind !== 'verdict') throw new NotModelled('verdict map element without a verdict');
+  return verdictResult(data.verdict, data.target, ctx);
+}
+
 /** The statement at position k of the rule being run: read only where a packet first reaches an
  * instruction that needs it (the rule is cold in memory) and for the interpreted ones. */
 function stmtAt(ctx: SimContext, k: number): Stmt {
@@ -612,8 +619,12 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
             const n = buf[pc + 5]!;
             const key = keyAt(buf, pc + 6, n, buf[pc + 4] === 1, ctx);
             if (key === undefined) return NO_MATCH;
-            const found = findResolved(lookupAt(arena, buf[pc + 3]!, buf[pc + 1]!, ctx), key, ctx) !== undefined;
-            if (found === (buf[pc + 2] === 1)) return NO_MATCH;
+            const resolved = lookupAt(arena, buf[pc + 3]!, buf[pc + 1]!, ctx);
+            const found = findResolved(resolved, key, ctx);
+            const negated = buf[pc + 2] === 1;
+            if ((found !== undefined) === negated) return NO_MATCH;
+            // The found element's stateful statements run for a lookup that is not inverted.
+            if (found && !passesElementStatements(found, resolved.named, ctx)) return NO_MATCH;
             pc += 6 + 3 * n;
             break;
           }
@@ -624,19 +635,19 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
             const elements = resolved.elements;
             const position = positionOf(resolved, key, ctx);
             if (position >= elements.length) {
-              // An element added during the run has no data: no match. It is looked for all the
-              // same, as the interpreter does: comparing with one may throw NotModelled.
-              findAddedTo(resolved, key, ctx);
-              return NO_MATCH;
+              // An element added during the run: its verdict, resolved for this packet.
+              const added = findAddedTo(resolved, key, ctx);
+              if (!added?.data || !passesElementStatements(added, resolved.named, ctx)) return NO_MATCH;
+              return verdictOfData(added.data, ctx);
             }
+            if (!passesElementStatements(elements[position]!, resolved.named, ctx)) return NO_MATCH;
             // The elements' results, their target chains resolved, as packets meet them.
             const results = (resolved.results ??= new Array<RuleResult | undefined>(elements.length));
             let result = results[position];
             if (result === undefined) {
               const data = elements[position]!.data;
               if (!data) return NO_MATCH;
-              if (data.kind !== 'verdict') throw new NotModelled('verdict map element without a verdict');
-              result = results[position] = verdictResult(data.verdict, data.target, ctx);
+              result = results[position] = verdictOfData(data, ctx);
             }
             return result;
           }

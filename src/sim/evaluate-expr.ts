@@ -12,6 +12,7 @@ import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
+import { namedOf, passesElementStatements } from './dynset.js';
 import { isAddrtypeMatch, matchAddrtype6 } from './match-addrtype.js';
 import { hasConntrackEntry, isIptablesRule, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 
@@ -511,7 +512,7 @@ export function evaluateExpr(expr: Expr, ctx: SimContext): RtValue | undefined {
       const key = evaluateExpr(expr.key, ctx);
       if (key === undefined) return undefined;
       const element = lookupElement(expr.map, key, expr.key, ctx);
-      if (!element?.data) return undefined;
+      if (!element?.data || !passesElementStatements(element, namedOf(expr.map, ctx), ctx)) return undefined;
       return readMapData(element.data, ctx);
     }
     case 'raw-payload':
@@ -603,7 +604,11 @@ export function matchRelational(rel: Relational, ctx: SimContext): boolean {
     case 'set':
     case 'set-ref': {
       if (rel.op !== 'implicit' && rel.op !== '==' && rel.op !== '!=') throw new NotModelled(`operator ${rel.op} with a set`);
-      return (lookupElement(right, left, rel.left, ctx) !== undefined) !== negated;
+      // A lookup runs the stateful statements of the element it finds, unless inverted
+      // (nft_lookup_eval: an inverted lookup that finds one breaks first).
+      const element = lookupElement(right, left, rel.left, ctx);
+      if (element === undefined) return negated;
+      return !negated && passesElementStatements(element, namedOf(right, ctx), ctx);
     }
     case 'flag-list': {
       let mask = 0n;

@@ -7,9 +7,10 @@ import { chainIndexNamed, type ChainIndex } from './chain-index.js';
 import { formatAddress, parseAddress, type Address, type AddressFamily } from './address.js';
 import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
 import { HOST_KEY } from './route-rules.js';
-import { constantOf, evaluateExpr, matchRelational, namedSet, type RtValue } from './evaluate-expr.js';
+import { constantOf, evaluateExpr, matchRelational, type RtValue } from './evaluate-expr.js';
 import { invertTransport, IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
+import { evaluateSetOp, namedOf, passesElementStatements } from './dynset.js';
 import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
@@ -157,8 +158,9 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
     case 'vmap': {
       const key = evaluateExpr(stmt.key, ctx);
       if (key === undefined) return NO_MATCH;
-      const data = lookupElement(stmt.map, key, stmt.key, ctx)?.data;
-      if (!data) return NO_MATCH;
+      const element = lookupElement(stmt.map, key, stmt.key, ctx);
+      const data = element?.data;
+      if (!data || !passesElementStatements(element, namedOf(stmt.map, ctx), ctx)) return NO_MATCH;
       if (data.kind !== 'verdict') throw new NotModelled('verdict map element without a verdict');
       return verdictResult(data.verdict, data.target, ctx);
     }
@@ -251,15 +253,8 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
         ctx.ct.state = 'untracked';
       }
       return undefined;
-    case 'set-op': {
-      const set = namedSet(stmt.set, ctx);
-      const value = evaluateExpr(stmt.element.key, ctx);
-      if (value === undefined) return NO_MATCH;
-      const added = ctx.dynamicSets.get(set) ?? [];
-      if (stmt.op === 'delete') ctx.dynamicSets.set(set, added.filter((v) => JSON.stringify(v, bigintJson) !== JSON.stringify(value, bigintJson)));
-      else ctx.dynamicSets.set(set, [...added, value]);
-      return undefined;
-    }
+    case 'set-op':
+      return evaluateSetOp(stmt, ctx);
     case 'objref':
       return evaluateObjRef(stmt, ctx);
     case 'xt-extension':
@@ -289,10 +284,6 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       return exhaustive;
     }
   }
-}
-
-function bigintJson(_key: string, value: unknown): unknown {
-  return typeof value === 'bigint' ? value.toString() : value;
 }
 
 export function verdictOf(name: string, target: string | undefined): Verdict {

@@ -25,14 +25,34 @@ import type { SimContext } from './sim-context.js';
 export type LookupValue = RtValue | number | readonly number[];
 
 /** The first element of a set or map whose key matches `value` (elements of interval sets do not
- * overlap, so the first is the one), including elements added during the run. */
+ * overlap, so the first is the one), as the run left the set: without the elements `delete @set`
+ * took out, with those `add @set` / `update @set` put in (dynset.ts). */
 export function lookupElement(set: SetLiteral | SetRef, value: RtValue, lhs: Expr, ctx: SimContext): ElementExpr | undefined {
   if (!areIndexesOn()) {
     if (set.kind === 'set') return set.elements.find((e) => matchesKey(value, e.key, lhs, ctx));
     const named = namedSet(set.name, ctx);
-    return (named.elements ?? NO_ELEMENTS).find((e) => matchesKey(value, e.key, lhs, ctx)) ?? findAdded(named, set, value, ctx);
+    const found = (named.elements ?? NO_ELEMENTS).find((e) => matchesKey(value, e.key, lhs, ctx));
+    return found && !isDeleted(named, found, ctx) ? found : findAdded(named, value, ctx);
   }
   return findResolved(resolveLookup(set, lhs, ctx), value, ctx);
+}
+
+/** What the packets of a run changed in a named set (nft_dynset.c): the elements they added, in
+ * order, each with the key it was added for, and the set's own elements they deleted. Kept in the
+ * run's state (SimState.dynamicSets) under the set, and replaced, never changed, so that a
+ * branch of the run can copy the state by copying the map. */
+export interface DynamicSet {
+  readonly added: readonly { readonly key: RtValue; readonly element: ElementExpr }[];
+  readonly deleted: ReadonlySet<ElementExpr>;
+}
+
+export function dynamicSetOf(named: NamedSet, ctx: SimContext): DynamicSet | undefined {
+  return ctx.dynamicSets.size === 0 ? undefined : (ctx.dynamicSets.get(named)?.[0] as DynamicSet | undefined);
+}
+
+/** Whether `delete @set` took the set's own `element` out during the run. */
+export function isDeleted(named: NamedSet, element: ElementExpr, ctx: SimContext): boolean {
+  return dynamicSetOf(named, ctx)?.deleted.has(element) === true;
 }
 
 /** A set or map resolved in the table being evaluated: its elements and their index (a compiled
@@ -62,23 +82,25 @@ export function findResolved(resolved: ResolvedLookup, value: LookupValue, ctx: 
 }
 
 /** The position of the first of the resolved elements whose key matches `value`, past the last
- * when none does (findAddedTo looks among those added during the run). */
+ * when none does or the run deleted it (findAddedTo looks among those added during the run). */
 export function positionOf(resolved: ResolvedLookup, value: LookupValue, ctx: SimContext): number {
-  return findPosition(resolved.index, resolved.elements, value, resolved.lhs, ctx);
+  const position = findPosition(resolved.index, resolved.elements, value, resolved.lhs, ctx);
+  const named = resolved.named;
+  if (named && position < resolved.elements.length && isDeleted(named, resolved.elements[position]!, ctx)) return resolved.elements.length;
+  return position;
 }
 
-/** An element `add @set` / `update @set` put in the resolved set during the run: it has a key,
- * no data. */
+/** An element `add @set` / `update @set` put in the resolved set during the run. */
 export function findAddedTo(resolved: ResolvedLookup, value: LookupValue, ctx: SimContext): ElementExpr | undefined {
   const { set, named } = resolved;
-  return named && set.kind === 'set-ref' ? findAdded(named, set, value, ctx) : undefined;
+  return named && set.kind === 'set-ref' ? findAdded(named, value, ctx) : undefined;
 }
 
-function findAdded(named: NamedSet, set: SetRef, value: LookupValue, ctx: SimContext): ElementExpr | undefined {
-  const added = ctx.dynamicSets.get(named);
-  if (!added) return undefined;
+function findAdded(named: NamedSet, value: LookupValue, ctx: SimContext): ElementExpr | undefined {
+  const dynamic = dynamicSetOf(named, ctx);
+  if (!dynamic || dynamic.added.length === 0) return undefined;
   const rt = toRtValue(value);
-  return added.some((v) => isEqual(rt, v as RtValue)) ? { kind: 'element', span: set.span, key: set } : undefined;
+  return dynamic.added.find((a) => isEqual(rt, a.key))?.element;
 }
 
 const NO_ELEMENTS: readonly ElementExpr[] = [];

@@ -108,6 +108,17 @@ function echo6ChecksumOf(src = '2001:db8:1::99', id = 40000): number {
 // bitwise tests, payload statements and checksums, options, hashes, fib, rt, meta and ct keys,
 // limits, NAT forms), each checked against the kernel.
 const NFT_FEATURES: readonly ExpressionCase[] = [
+  { name: "an inverted lookup does not run the found element's limit", rules: 'add @d { ip saddr limit rate 1/hour burst 2 packets }\n    ip saddr != @d drop\n    ip saddr @d accept', packet: SYN, extra: DYN },
+  { name: 'delete @set of a static element', rules: 'delete @d { ip saddr }\n    ip saddr != @d accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic;\n    elements = { 192.0.2.99 }\n  }\n' },
+  { name: 'add @set with limit over (meter): first packet is not over', rules: 'add @d { ip saddr limit rate over 1/hour burst 5 packets } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic;\n  }\n' },
+  { name: 'add @set with quota below the packet (meter)', rules: 'add @d { ip saddr quota 10 bytes } accept', packet: SYN, extra: DYN },
+  { name: 'add @set to a full set', rules: 'add @d { ip saddr } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; size 1; flags dynamic;\n    elements = { 10.0.0.1 }\n  }\n' },
+  { name: 'not-inverted dynset with limit under (meter) then lookup', rules: 'add @d { ip saddr limit rate over 1/hour burst 5 packets }\n    ip saddr @d accept', packet: SYN, extra: DYN },
+  { name: 'dynset with limit over, then a dynset of the key again', rules: 'add @d { ip saddr limit rate over 1/hour burst 5 packets }\n    add @d { ip saddr limit rate over 1/hour burst 5 packets }\n    accept', packet: SYN, extra: DYN },
+  { name: 'set-level quota on a static element, lookup', rules: 'ip saddr @s accept', packet: SYN, extra: '  set s {\n    type ipv4_addr;\n    quota 10 bytes;\n    elements = { 192.0.2.99 }\n  }\n' },
+  { name: 'set-level limit over, dynset add', rules: 'add @d { ip saddr } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic;\n    limit rate over 1/hour burst 5 packets;\n  }\n' },
+  { name: 'dynamic map: add then map lookup', rules: 'add @m { ip saddr : 0x5 }\n    meta mark set ip saddr map @m\n    meta mark 0x5 accept', packet: SYN, extra: '  map m {\n    typeof ip saddr : meta mark; flags dynamic;\n  }\n' },
+  { name: 'dynamic map with data from the packet', rules: 'update @m { ip saddr : tcp dport }\n    ip saddr . tcp dport { 192.0.2.99 . 80 } tcp dport set ip saddr map @m accept', packet: SYN, extra: '  map m {\n    typeof ip saddr : tcp dport; flags dynamic,timeout;\n  }\n' },
   { name: 'tcp option raw', rules: 'tcp option @2,16,16 1460 accept', packet: SYN_MSS },
   { name: 'raw tcp option of an optionless SYN', rules: 'tcp option @2,16,16 0 accept', packet: SYN },
   // Dynamic sets.

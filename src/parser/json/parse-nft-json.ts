@@ -16,7 +16,7 @@ import type {
   Table,
 } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
-import { datatypeNamed, datatypeOf, formatDuration, typeSetElement } from '../../model/datatypes.js';
+import { formatDuration, keyTypeDatatype, typeSetElement } from '../../model/datatypes.js';
 import { priorityText } from '../../model/priorities.js';
 import type { ParseOptions, ParseResult } from '../parse-result.js';
 import {
@@ -336,8 +336,8 @@ class RulesetBuilder {
     const stmtNode = property(v, 'stmt');
     const stmts = stmtNode ? this.stmts.readList(stmtNode) : [];
     const elemNode = property(v, 'elem');
-    const keyDtype = key.kind === 'type' ? datatypeNamed(key.names) : datatypeOf(key.expr);
-    const dataDtype = data === undefined ? undefined : data.kind === 'type' ? datatypeNamed(data.names) : datatypeOf(data.expr);
+    const keyDtype = keyTypeDatatype(key);
+    const dataDtype = keyTypeDatatype(data);
     const elements = elemNode
       ? asArray(elemNode).map((e) => withSetStmts(typeSetElement(x.readElement(e), keyDtype, dataDtype), stmts))
       : undefined;

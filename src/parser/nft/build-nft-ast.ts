@@ -6,7 +6,7 @@ import type {
 import type { Diagnostic } from '../../model/diagnostic.js';
 import type { ChainId, EarlierChainLookup } from '../../model/compose-rulesets.js';
 import { LineIndex } from '../../model/line-index.js';
-import { datatypeNamed, datatypeOf, typeSetElement, type Datatype } from '../../model/datatypes.js';
+import { keyTypeDatatype, typeSetElement } from '../../model/datatypes.js';
 import { resolvePriorityName } from '../../model/priorities.js';
 import {
   buildExpr, buildSetLiteral, endLineOf, firstChild, kids, nameText, node, nodes, numberOf, spanOfNode, spanOfToken, spanTo, tok,
@@ -961,16 +961,11 @@ function unitBytes(unit: string): number {
   return UNIT_BYTES[unit] ?? 1;
 }
 
-function typeOfKey(key: KeyType | undefined): Datatype | undefined {
-  if (!key) return undefined;
-  return key.kind === 'type' ? datatypeNamed(key.names) : datatypeOf(key.expr);
-}
-
 function finishSet(b: SetB): NamedSet {
   const set = b.set;
   if (!b.hasElements) return set;
-  const keyType = typeOfKey(set.key);
-  const dataType = typeOfKey(set.data);
+  const keyType = keyTypeDatatype(set.key);
+  const dataType = keyTypeDatatype(set.data);
   return { ...set, elements: b.elements.map((e) => typeSetElement(e, keyType, dataType)) };
 }
 
