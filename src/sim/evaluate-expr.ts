@@ -432,7 +432,7 @@ function multicastBeyondLink(address: Address): never {
 /** The data of an anonymous map whose type only its user gives (`dnat to ip daddr map { 10.0.0.1
  * : 10.0.0.2 }`, `dnat ip addr . port to … map { … : 10.0.0.2 . 8080 }`) is left untyped by the
  * parser: read addresses and numbers by their spelling. */
-function readMapData(data: Expr, ctx: SimContext): RtValue | undefined {
+export function readMapData(data: Expr, ctx: SimContext): RtValue | undefined {
   if (data.kind === 'literal' && !data.value) {
     const address = parseAddress(data.text);
     if (address) return address.n;
@@ -448,6 +448,17 @@ function readMapData(data: Expr, ctx: SimContext): RtValue | undefined {
     return parts;
   }
   return evaluateExpr(data, ctx);
+}
+
+/** The data of the map element the packet's key finds, as written (a NAT reads an interval
+ * there); undefined for NFT_BREAK. */
+export function mapData(expr: Extract<Expr, { kind: 'map' }>, ctx: SimContext): Expr | undefined {
+  if (expr.vmap) throw new NotModelled('verdict map used as a value');
+  const key = evaluateExpr(expr.key, ctx);
+  if (key === undefined) return undefined;
+  const element = lookupElement(expr.map, key, expr.key, ctx);
+  if (!element?.data || !passesElementStatements(element, namedOf(expr.map, ctx), ctx)) return undefined;
+  return element.data;
 }
 
 /** The value of `expr` for the packet, undefined for NFT_BREAK. */
@@ -508,12 +519,8 @@ export function evaluateExpr(expr: Expr, ctx: SimContext): RtValue | undefined {
       return parts;
     }
     case 'map': {
-      if (expr.vmap) throw new NotModelled('verdict map used as a value');
-      const key = evaluateExpr(expr.key, ctx);
-      if (key === undefined) return undefined;
-      const element = lookupElement(expr.map, key, expr.key, ctx);
-      if (!element?.data || !passesElementStatements(element, namedOf(expr.map, ctx), ctx)) return undefined;
-      return readMapData(element.data, ctx);
+      const data = mapData(expr, ctx);
+      return data && readMapData(data, ctx);
     }
     case 'raw-payload':
       return readRawPayload(expr, ctx);

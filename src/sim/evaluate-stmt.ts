@@ -4,10 +4,10 @@
 
 import type { Expr, NatStmt, Rule, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { chainIndexNamed, type ChainIndex } from './chain-index.js';
-import { formatAddress, parseAddress, type Address, type AddressFamily } from './address.js';
+import { familyBits, formatAddress, parseAddress, prefixMask, type Address, type AddressFamily } from './address.js';
 import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
 import { HOST_KEY } from './route-rules.js';
-import { constantOf, evaluateExpr, matchRelational, type RtValue } from './evaluate-expr.js';
+import { constantOf, evaluateExpr, mapData, matchRelational, readMapData, type RtValue } from './evaluate-expr.js';
 import { invertTransport, IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
 import { evaluateSetOp, namedOf, passesElementStatements } from './dynset.js';
@@ -533,14 +533,26 @@ function natText(value: NatValue, format: (n: bigint) => string): string {
   return value.low === value.high ? format(value.low) : `${format(value.low)}-${format(value.high)}`;
 }
 
-/** Turns a NAT address or port expression into a value. */
+/** Turns a NAT address or port expression into a value: a range, a prefix (nft gives the kernel
+ * its first and last address), a map's element whose data is either, or a single value. */
 function natValue(expr: Expr | undefined, ctx: SimContext): NatValue | undefined {
   if (!expr) return undefined;
+  if (expr.kind === 'map') {
+    const data = mapData(expr, ctx);
+    return data && natValue(data, ctx);
+  }
   if (expr.kind === 'range') {
     const low = natPart(expr.low, ctx);
     const high = natPart(expr.high, ctx);
     if (typeof low !== 'bigint' || typeof high !== 'bigint') throw new NotModelled('NAT range');
     return { low, high };
+  }
+  if (expr.kind === 'prefix') {
+    const base = natPart(expr.expr, ctx);
+    if (typeof base !== 'bigint') throw new NotModelled('NAT prefix');
+    const bits = familyBits(ctx.family);
+    const mask = prefixMask(bits, expr.length);
+    return { low: base & mask, high: (base & mask) | (((1n << BigInt(bits)) - 1n) ^ mask) };
   }
   const value = natPart(expr, ctx);
   if (typeof value !== 'bigint') throw new NotModelled('NAT target that is not a single value');
@@ -583,6 +595,8 @@ export interface NatPlan {
   readonly persistent: boolean;
   /** The address is looked up in a map, or gives the address and the port together. */
   readonly mapped: boolean;
+  /** `prefix`: the range maps networks, host part kept (netmapped). */
+  readonly netmap: boolean;
   /** The key of the map the address is looked up in. */
   readonly mapKey: Expr | undefined;
   readonly addr: Expr | undefined;
@@ -640,6 +654,7 @@ export function planNat(stmt: NatStmt): NatPlan {
     random: stmt.flags.includes('random') || stmt.flags.includes('fully-random'),
     persistent: stmt.flags.includes('persistent'),
     mapped: stmt.form === 'addr . port' || stmt.addr?.kind === 'map',
+    netmap: stmt.form === 'prefix',
     mapKey: stmt.addr?.kind === 'map' ? stmt.addr.key : undefined,
     addr: stmt.addr,
     port: stmt.port,
@@ -650,6 +665,16 @@ export function planNat(stmt: NatStmt): NatPlan {
     constantPortText: constantPort && String(constantPort.low),
     to: undefined,
   };
+}
+
+/** `snat ip prefix to …` (NF_NAT_RANGE_NETMAP, nf_nat_core.c find_best_ips_proto): the address
+ * keeps its host part and takes the network part of the range's first address, the network
+ * being where the range's first and last addresses agree. */
+function netmapped(address: bigint, range: NatValue, family: AddressFamily): NatValue {
+  const all = (1n << BigInt(familyBits(family))) - 1n;
+  const netmask = all ^ (range.low ^ range.high);
+  const mapped = (address & (all ^ netmask)) | (range.low & netmask);
+  return { low: mapped, high: mapped };
 }
 
 /** Sets up a NAT mapping as nf_nat_setup_info does and returns the verdict the nat expressions
@@ -673,13 +698,18 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   // `dnat ip addr . port to ip daddr . tcp dport map @m` (kube-proxy nftables mode): the map's
   // data is an address and a port.
   if (plan.mapped) {
-    const both = plan.addr ? evaluateExpr(plan.addr, ctx) : undefined;
-    if (Array.isArray(both) && both.length === 2 && typeof both[0] === 'bigint' && typeof both[1] === 'bigint') {
-      addressValue = { low: both[0], high: both[0] };
-      portValue = { low: both[1], high: both[1] };
-      portExpr = undefined;
-      // No element for the key: NFT_BREAK, the rule does not match (nft_lookup.c).
-    } else if (both === undefined) return undefined;
+    // No element for the key: NFT_BREAK, the rule does not match (nft_lookup.c).
+    const data = plan.addr?.kind === 'map' ? mapData(plan.addr, ctx) : plan.addr;
+    if (data === undefined) return undefined;
+    if (data.kind === 'range' || data.kind === 'prefix') addressValue = natValue(data, ctx);
+    else {
+      const both = readMapData(data, ctx);
+      if (Array.isArray(both) && both.length === 2 && typeof both[0] === 'bigint' && typeof both[1] === 'bigint') {
+        addressValue = { low: both[0], high: both[0] };
+        portValue = { low: both[1], high: both[1] };
+        portExpr = undefined;
+      } else if (both === undefined) return undefined;
+    }
   }
   let own: Address | undefined;
   let addresses: NatValue;
@@ -707,6 +737,7 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   }
   const ports = portValue ?? natValue(portExpr, ctx);
   const view = natView(ctx);
+  if (plan.netmap) addresses = netmapped((wants === 'dst' ? view.dst : view.src).n, addresses, family);
   const chosen = uniqueTuple({ wants, pkt: view, zone: ctx.ct.zone, addresses, ports, random: plan.random, persistent: plan.persistent }, ctx.conn.table);
   let address: Address;
   let addressText: string;

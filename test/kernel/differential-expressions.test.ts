@@ -108,6 +108,11 @@ function echo6ChecksumOf(src = '2001:db8:1::99', id = 40000): number {
 // bitwise tests, payload statements and checksums, options, hashes, fib, rt, meta and ct keys,
 // limits, NAT forms), each checked against the kernel.
 const NFT_FEATURES: readonly ExpressionCase[] = [
+  { name: 'dnat prefix to a map (netmap of the destination)', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip prefix to ip daddr map { 198.51.100.0/24 : 203.0.113.0/24 }') },
+  { name: 'dnat to a map of a prefix', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip to ip daddr map { 198.51.100.0/24 : 203.0.113.4/30 }') },
+  { name: 'dnat to a prefix', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip to 198.51.100.32/30') },
+  { name: 'snat prefix to a map (netmap)', rules: 'accept', packet: SYN, extra: NAT_POST('snat ip prefix to ip saddr map { 192.0.2.0/24 : 10.99.0.0/24 }') },
+  { name: 'snat via a map to an address range', rules: 'accept', packet: SYN, extra: NAT_POST('snat ip to ip saddr map { 192.0.2.0/24 : 198.51.100.10-198.51.100.11 }') },
   { name: "an inverted lookup does not run the found element's limit", rules: 'add @d { ip saddr limit rate 1/hour burst 2 packets }\n    ip saddr != @d drop\n    ip saddr @d accept', packet: SYN, extra: DYN },
   { name: 'delete @set of a static element', rules: 'delete @d { ip saddr }\n    ip saddr != @d accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic;\n    elements = { 192.0.2.99 }\n  }\n' },
   { name: 'add @set with limit over (meter): first packet is not over', rules: 'add @d { ip saddr limit rate over 1/hour burst 5 packets } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic;\n  }\n' },

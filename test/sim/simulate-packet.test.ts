@@ -535,6 +535,15 @@ describe('NAT (nf_nat_core.c)', () => {
     // find_best_ips_proto's pick by hash for 192.0.2.99 → 10.244.1.5 (pick-range-address.ts,
     // whose picks are the kernel's: pick-range-address.test.ts).
     ['snat to 192.0.2.70-192.0.2.79', '192.0.2.77'],
+    // nft gives the kernel a prefix as its first and last address: the same pick; a map's
+    // element may hold either (kernel rows 'dnat to a prefix', 'snat via a map to an address
+    // range', 'dnat to a map of a prefix').
+    ['snat to 192.0.2.64/28', '192.0.2.76'],
+    ['snat to 192.0.2.64-192.0.2.79', '192.0.2.76'],
+    ['snat ip to ip saddr map { 192.0.2.0/24 : 192.0.2.70-192.0.2.79 }', '192.0.2.77'],
+    // `prefix` (NF_NAT_RANGE_NETMAP): the host part stays, the network is the range's.
+    ['snat ip prefix to ip saddr map { 192.0.2.0/24 : 10.99.0.0/24 }', '10.99.0.99'],
+    ['snat ip prefix to ip saddr map { 192.0.2.0/24 : 10.99.0.0/16 }', '10.99.2.99'],
   ])('%s takes %s', (stmt, to, sport = 40000) => {
     const o = simulateOne(chain('ip', 'nat', 'c', 'type nat hook postrouting priority srcnat;', `\t\t${stmt}`), { ...FORWARDED, sport });
     expect(o.nat[0]!.to).toBe(to);
