@@ -79,7 +79,7 @@ const PAYLOAD_SET_HOOKS: readonly Hook[] = ['prerouting', 'input', 'forward', 'o
 /** nft_reject_validate: every hook but postrouting. */
 const REJECT_HOOKS: readonly Hook[] = ['prerouting', 'input', 'forward', 'output'];
 
-export function setName(kind: 's' | 'c' | 'm' | 'd', af: AddressFamily): string {
+export function setName(kind: 's' | 'c' | 'm' | 'd' | 'n', af: AddressFamily): string {
   return `${kind}${af === 'ip' ? 4 : 6}`;
 }
 
@@ -233,6 +233,16 @@ function statement(af: AddressFamily): fc.Arbitrary<Part> {
     { weight: 1, arbitrary: fc.constant({ text: 'meta mark set numgen random mod 2 offset 0x10' }) },
     { weight: 1, arbitrary: fc.constant({ text: `meta mark set ${af} daddr map { ${a.server[1]} : 0x20, ${a.client[1]} : 0x4000 }` }) },
     { weight: 1, arbitrary: fc.constantFrom(`add @${setName('d', af)} { ${af} saddr }`, `update @${setName('d', af)} { ${af} daddr }`, `delete @${setName('d', af)} { ${af} saddr }`).map((text) => ({ text })) },
+    // An element's own limit, run by the dynset and by lookups that find the element; at the
+    // hooks of the other limits.
+    {
+      weight: 1,
+      arbitrary: fc
+        .constantFrom(`add @${setName('d', af)} { ${af} daddr limit rate over 1/hour burst 1 packets }`, `update @${setName('d', af)} { ${af} saddr limit rate 1/hour burst 2 packets }`)
+        .map((text) => ({ text, hooks: ['input', 'forward', 'output', 'postrouting'] as const })),
+    },
+    // A dynamic map's data: a constant, and the packet's mark.
+    { weight: 1, arbitrary: fc.constantFrom(`add @${setName('n', af)} { ${af} saddr : 0x20 }`, `update @${setName('n', af)} { ${af} daddr : meta mark }`, `meta mark set ${af} saddr map @${setName('n', af)}`).map((text) => ({ text })) },
     { weight: 1, arbitrary: fc.constant({ text: 'notrack', hooks: TEMPLATE_HOOKS }) },
     { weight: 1, arbitrary: fc.constant({ text: 'meta priority set 1:2' }) },
     { weight: 1, arbitrary: fc.constant({ text: `${af} dscp set cs1` }) },
@@ -261,6 +271,7 @@ function nat(af: AddressFamily): fc.Arbitrary<GenNat> {
     { kind: 'dnat', text: `dnat to ${withPort(af, a.server[2], '8080')}`, port: true },
     { kind: 'dnat', text: `dnat to ${withPort(af, a.client[1], '22')}`, port: true },
     { kind: 'dnat', text: `dnat to ${a.natRange}` },
+    { kind: 'dnat', text: `dnat to ${a.natPrefix}` },
     { kind: 'dnat', text: `dnat to ${withPort(af, a.server[2], '8000-8100')}`, port: true },
     ...(af === 'ip' ? [{ kind: 'dnat' as const, text: `dnat to ${a.natRange}:8000-8100`, port: true }] : []),
     { kind: 'dnat', text: `dnat to ${af} daddr map { ${a.server[1]} : ${a.server[2]}, ${a.client[1]} : ${a.server[1]} }` },
@@ -441,7 +452,9 @@ export function renderNamedSets(family: TableFamily, s4: readonly string[], s6: 
       `  set ${setName('c', af)} {`, `    type ${type} . inet_service; flags interval;`, `    elements = { ${a.prefixes[1]} . 80-443, ${a.client[1]} . 22 }`, '  }',
       `  map ${setName('m', af)} {`, `    type ${type} . inet_proto . inet_service : verdict;`,
       `    elements = { ${a.server[1]} . tcp . 80 : accept, ${a.client[1]} . tcp . 22 : drop, ${a.server[2]} . udp . 53 : drop }`, '  }',
-      `  set ${setName('d', af)} {`, `    type ${type}; flags dynamic;`, '  }',
+      // The client's address from the start, room for one more (a third breaks the rule).
+      `  set ${setName('d', af)} {`, `    type ${type}; size 2; flags dynamic;`, `    elements = { ${a.client[0]} }`, '  }',
+      `  map ${setName('n', af)} {`, `    typeof ${af} saddr : meta mark; flags dynamic;`, '  }',
     );
   }
   return lines;

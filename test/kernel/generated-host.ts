@@ -59,6 +59,8 @@ export interface FamilyAddresses {
   /** Pairwise disjoint: nft refuses overlapping elements of an interval set. */
   readonly setElements: readonly string[];
   readonly natRange: string;
+  /** The first four addresses of `natRange` as a prefix. */
+  readonly natPrefix: string;
   readonly snatRange: string;
   readonly natMember: readonly [string, string];
   /** The SNAT address on each side. */
@@ -75,6 +77,7 @@ export const ADDRESSES: Readonly<Record<AddressFamily, FamilyAddresses>> = {
     range: '198.51.100.15-198.51.100.25',
     setElements: ['192.0.2.1', '192.0.2.10', '198.51.100.20', '198.51.100.30', '198.51.100.128/25', '10.0.0.0/8'],
     natRange: '198.51.100.40-198.51.100.45',
+    natPrefix: '198.51.100.40/30',
     snatRange: '198.51.100.90-198.51.100.95',
     natMember: ['198.51.100.42', '198.51.100.93'],
     snat: ['192.0.2.99', '198.51.100.99'],
@@ -88,6 +91,7 @@ export const ADDRESSES: Readonly<Record<AddressFamily, FamilyAddresses>> = {
     range: '2001:db8:2::15-2001:db8:2::25',
     setElements: ['2001:db8:1::1', '2001:db8:1::10', '2001:db8:2::20', '2001:db8:2::30', '2001:db8:2::80/121', 'fd00::/8'],
     natRange: '2001:db8:2::40-2001:db8:2::45',
+    natPrefix: '2001:db8:2::40/126',
     snatRange: '2001:db8:2::90-2001:db8:2::95',
     natMember: ['2001:db8:2::42', '2001:db8:2::93'],
     snat: ['2001:db8:1::99', '2001:db8:2::99'],
