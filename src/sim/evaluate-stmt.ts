@@ -14,7 +14,7 @@ import { evaluateSetOp, namedOf, passesElementStatements } from './dynset.js';
 import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
-import { matchIpset } from './match-ipset.js';
+import { matchIpset, runSetTarget } from './match-ipset.js';
 import { matchU32 } from './match-u32.js';
 import { matchTos, setTos } from './xt-tos.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
@@ -388,6 +388,10 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
     return matched ? undefined : NO_MATCH;
   }
   if (stmt.name === 'CHECKSUM') return undefined; // fills in a partial checksum: no effect on the way
+  if (stmt.name === 'SET') {
+    runSetTarget(stmt, ctx);
+    return undefined;
+  }
   if (stmt.name === 'TTL' || stmt.name === 'HL') {
     setHopLimit(stmt, ctx);
     return undefined;
@@ -444,7 +448,6 @@ const XT_NOT_MODELLED: Readonly<Record<string, string>> = {
   string: 'iptables match string (the packet payload is not in the packet model)',
   bpf: 'iptables match bpf (a BPF program)',
   owner: 'iptables match owner (the socket owner of a locally generated packet)',
-  SET: 'iptables target SET (changing ipsets)',
 };
 
 /** The xt matches iptables-nft keeps as xt expressions that nftsim gives their semantics. */

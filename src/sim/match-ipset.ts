@@ -10,11 +10,20 @@
 // outermost), and a `nomatch` one then says no, unless `--return-nomatch`, which turns both
 // answers around (ip_set_test). A list:set matches when one of its members does, tried in order
 // with the same flags.
+//
+// The SET target (`-j SET --add-set NAME FLAGS`, `--del-set`) changes the sets for the packets
+// after it in the run, as ip_set_add and ip_set_del make the element from the packet: the same
+// parts through the same flags, a network part of the set's most specific prefix length (the
+// host's when the set has none: hash_net4_kadt), nothing for a packet the set cannot hold (the
+// other family, fewer flags than dimensions, no port, outside a bitmap's range). A list:set adds
+// to its first member that takes the element (one that has it already takes it only with
+// `--exist`) and deletes from the first that had it. The run's sets live in its state
+// (SimState.dynamicSets), a new copy of a set's groups at each change.
 
 import type { IpSet, IpSetDimension, IpSetPart } from '../model/ipset.js';
 import { IPSET_TYPES } from '../model/ipset.js';
 import type { XtExtensionStmt } from '../model/ast.js';
-import { familyBits, parseAddress, prefixMask } from './address.js';
+import { familyBits, parseAddress, parseCidr, prefixMask } from './address.js';
 import { L4_NUMBERS } from './packet.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
@@ -41,11 +50,19 @@ export class IpsetIndex {
 }
 
 /** A set's elements grouped by the prefix lengths of their address parts (a hash:net set's
- * networks of one length are looked up by one key), most specific group first. */
+ * networks of one length are looked up by one key), most specific group first; an element's
+ * value is its nomatch flag. */
 interface IndexedSet {
   readonly set: IpSet;
   readonly dimensions: readonly IpSetDimension[];
-  readonly groups: readonly { readonly prefixes: readonly number[]; readonly elements: ReadonlyMap<string, boolean> }[];
+  readonly groups: readonly Group[];
+  /** A bitmap's `range`: the addresses or ports it can hold. */
+  readonly range: { readonly low: bigint; readonly high: bigint } | undefined;
+}
+
+interface Group {
+  readonly prefixes: readonly number[];
+  readonly elements: ReadonlyMap<string, boolean>;
 }
 
 function indexSet(set: IpSet): IndexedSet {
@@ -63,11 +80,32 @@ function indexSet(set: IpSet): IndexedSet {
     const key = keyOf(element.parts.map((p) => valueOf(p)));
     if (!group.elements.has(key)) group.elements.set(key, element.nomatch);
   }
-  const ordered = [...groups.values()].sort((a, b) => {
+  return { set, dimensions, groups: ordered([...groups.values()]), range: rangeOf(set) };
+}
+
+/** Groups most specific first, by the first address part's prefix, then the next's. */
+function ordered(groups: Group[]): Group[] {
+  return groups.sort((a, b) => {
     for (let i = 0; i < a.prefixes.length; i++) if (a.prefixes[i] !== b.prefixes[i]) return b.prefixes[i]! - a.prefixes[i]!;
     return 0;
   });
-  return { set, dimensions, groups: ordered };
+}
+
+/** A bitmap's `range FIRST-LAST` (addresses or ports) or `range NETWORK/PREFIX`. */
+function rangeOf(set: IpSet): IndexedSet['range'] {
+  if (!set.type.startsWith('bitmap:')) return undefined;
+  const text = set.options[set.options.indexOf('range') + 1] ?? '';
+  const [first, last] = text.split('-');
+  const read = (t: string | undefined): bigint | undefined => (t === undefined ? undefined : /^\d+$/.test(t) ? BigInt(t) : parseAddress(t)?.n);
+  if (last === undefined) {
+    const cidr = parseCidr(text);
+    if (!cidr) return undefined;
+    const mask = prefixMask(32, cidr.prefix);
+    return { low: cidr.n & mask, high: (cidr.n & mask) | (0xffffffffn ^ mask) };
+  }
+  const low = read(first);
+  const high = read(last);
+  return low === undefined || high === undefined ? undefined : { low, high };
 }
 
 function valueOf(part: IpSetPart): string {
@@ -126,7 +164,19 @@ function testSet(indexed: IndexedSet, directions: readonly ('src' | 'dst')[], re
 
 /** The nomatch flag of the element that decides for the packet; undefined when none matches. */
 function lookup(indexed: IndexedSet, directions: readonly ('src' | 'dst')[], ctx: SimContext): boolean | undefined {
-  const { set, dimensions } = indexed;
+  const values = packetValues(indexed, directions, ctx);
+  if (!values) return undefined;
+  for (const group of liveGroups(indexed, ctx)) {
+    const nomatch = group.elements.get(keyAt(values, group.prefixes, ctx));
+    if (nomatch !== undefined) return nomatch;
+  }
+  return undefined;
+}
+
+/** The packet's parts for the set, through `directions`; undefined when the set cannot hold the
+ * packet (no port part, an address 0 for hash:ip, outside a bitmap's range). */
+function packetValues(indexed: IndexedSet, directions: readonly ('src' | 'dst')[], ctx: SimContext): (bigint | string)[] | undefined {
+  const { set, dimensions, range } = indexed;
   const values: (bigint | string)[] = [];
   for (let i = 0; i < dimensions.length; i++) {
     const dimension = dimensions[i]!;
@@ -143,19 +193,78 @@ function lookup(indexed: IndexedSet, directions: readonly ('src' | 'dst')[], ctx
     const bits = familyBits(ctx.family);
     if (((values[0] as bigint) & prefixMask(bits, set.netmask ?? bits)) === 0n) return undefined;
   }
-  for (const group of indexed.groups) {
-    let a = 0;
-    const key = keyOf(
-      values.map((v) => {
-        if (typeof v === 'string') return v;
-        const prefix = group.prefixes[a++]!;
-        return (v & prefixMask(familyBits(ctx.family), prefix)).toString(16);
-      }),
-    );
-    const nomatch = group.elements.get(key);
-    if (nomatch !== undefined) return nomatch;
+  if (range) {
+    const v = values[0]!;
+    const n = typeof v === 'bigint' ? v : BigInt(v);
+    if (n < range.low || n > range.high) return undefined;
   }
-  return undefined;
+  return values;
+}
+
+/** The key of the packet's parts with the address parts cut to `prefixes`. */
+function keyAt(values: readonly (bigint | string)[], prefixes: readonly number[], ctx: SimContext): string {
+  let a = 0;
+  return keyOf(values.map((v) => (typeof v === 'string' ? v : (v & prefixMask(familyBits(ctx.family), prefixes[a++]!)).toString(16))));
+}
+
+/** The set's groups as the run left them. */
+function liveGroups(indexed: IndexedSet, ctx: SimContext): readonly Group[] {
+  return (ctx.dynamicSets.size === 0 ? undefined : (ctx.dynamicSets.get(indexed.set)?.[0] as readonly Group[] | undefined)) ?? indexed.groups;
+}
+
+/** `-j SET --add-set NAME FLAGS [--exist]`, `--del-set NAME FLAGS` (xt_set.c set_target_v3: add,
+ * then delete; the rule goes on). */
+export function runSetTarget(stmt: XtExtensionStmt, ctx: SimContext): void {
+  const exist = stmt.options.some((o) => o.name === 'exist');
+  const changes: { readonly add: boolean; readonly set: string; readonly directions: readonly ('src' | 'dst')[] }[] = [];
+  for (const o of stmt.options) {
+    if ((o.name === 'add-set' || o.name === 'del-set') && o.value.type === 'ipset') changes.push({ add: o.name === 'add-set', set: o.value.set, directions: o.value.directions });
+    // A timeout changes nothing the run sees: it has no clock.
+    else if (o.name !== 'exist' && o.name !== 'timeout') throw new NotModelled(`iptables target SET --${o.name} (the skbinfo of ipset elements)`);
+  }
+  for (const change of changes) {
+    const indexed = ctx.index.ipsets.set(change.set);
+    if (!indexed) throw new NotModelled(`ipset '${change.set}' (no input creates it: give its \`ipset save\` output)`);
+    changeSet(indexed, change.add, change.directions, exist, ctx);
+  }
+}
+
+/** ip_set_add or ip_set_del of the packet's element: whether it succeeded (an add of an element
+ * the set has succeeds with `--exist` only; a delete of one it lacks fails). */
+function changeSet(indexed: IndexedSet, add: boolean, directions: readonly ('src' | 'dst')[], exist: boolean, ctx: SimContext): boolean {
+  const { set, dimensions } = indexed;
+  if (directions.length < dimensions.length) return false;
+  if (set.family !== undefined && set.family !== (ctx.family === 'ip' ? 'inet' : 'inet6')) return false;
+  if (set.type === 'list:set') {
+    for (const element of set.elements) {
+      const member = ctx.index.ipsets.set((element.parts[0] as Extract<IpSetPart, { kind: 'name' }>).name);
+      if (member && changeSet(member, add, directions, exist, ctx)) return true;
+    }
+    return false;
+  }
+  const values = packetValues(indexed, directions, ctx);
+  if (!values) return false;
+  const groups = liveGroups(indexed, ctx);
+  const host = familyBits(ctx.family);
+  // An address part's prefix: hash:ip's netmask, or a network part's most specific in the set.
+  let a = 0;
+  const prefixes = dimensions.flatMap((d) => {
+    if (d !== 'ip' && d !== 'net') return [];
+    const i = a++;
+    if (d === 'ip') return [set.netmask ?? host];
+    return [groups.reduce((most, g) => Math.max(most, g.prefixes[i]!), -1)].map((p) => (p < 0 ? host : p));
+  });
+  const key = keyAt(values, prefixes, ctx);
+  const id = prefixes.join('/');
+  const at = groups.findIndex((g) => g.prefixes.join('/') === id);
+  const has = at >= 0 && groups[at]!.elements.has(key);
+  if (add ? has : !has) return add && exist;
+  const elements = new Map(at >= 0 ? groups[at]!.elements : []);
+  if (add) elements.set(key, false);
+  else elements.delete(key);
+  const changed = at >= 0 ? groups.map((g, i) => (i === at ? { prefixes, elements } : g)) : ordered([...groups, { prefixes, elements }]);
+  ctx.dynamicSets.set(set, [changed]);
+  return true;
 }
 
 /** The packet's port part as the set types read it (ip_set_getport.c): `protocol:port`, an ICMP

@@ -683,13 +683,20 @@ add members six
 add members dsts
 create onlysix list:set size 8
 add onlysix six
+create dynips hash:ip family inet hashsize 1024 maxelem 65536
+create dnets hash:net family inet hashsize 1024 maxelem 65536
+add dnets 10.0.0.0/16
+create dlist list:set size 8
+add dlist six
+add dlist dynips
+create dports bitmap:port range 0-100
 `;
 
 // xt_set.c and ip_set_core.c ip_set_test: the flags pick the packet's side per dimension; fewer
 // flags than dimensions or a set of the other family never match; the most specific network
 // decides, and a nomatch one says no unless --return-nomatch; bitmap:port reads TCP and UDP
 // ports only; a list:set matches when a member does.
-const IPSET_CASES: readonly { name: string; test: string; packet: KernelPacket; ip6?: boolean }[] = [
+const IPSET_CASES: readonly { name: string; test: string; packet: KernelPacket; ip6?: boolean; before?: string }[] = [
   { name: 'hash:ip holds the destination', test: '-m set --match-set dsts dst', packet: SYN },
   { name: 'hash:ip does not hold the source', test: '-m set --match-set dsts src', packet: SYN },
   { name: 'hash:ip, negated', test: '-m set ! --match-set dsts dst', packet: SYN },
@@ -718,6 +725,14 @@ const IPSET_CASES: readonly { name: string; test: string; packet: KernelPacket; 
   // ip6tables refuses a rule naming an IPv4 set (libxt_set.c): a list:set's member meets it.
   { name: 'list:set: a member of the other family', test: '-m set --match-set onlysix dst', packet: SYN },
   { name: 'list:set: a member of the other family, negated', test: '-m set ! --match-set onlysix dst', packet: SYN },
+  // The SET target (xt_set.c set_target_v3, ip_set_add and ip_set_del): the element made from
+  // the packet, for the rules after it.
+  { name: 'SET --add-set, then the set holds the source', before: '-j SET --add-set dynips src', test: '-m set --match-set dynips src', packet: SYN },
+  { name: 'SET --del-set takes out an element of the set', before: '-j SET --del-set dsts dst', test: '-m set ! --match-set dsts dst', packet: SYN },
+  { name: 'SET --add-set to hash:net: the set\'s most specific prefix', before: '-j SET --add-set dnets src', test: '-m set --match-set dnets dst', packet: { ...SYN, src: '198.51.100.77' } },
+  { name: 'SET --add-set to list:set: the first member that takes it', before: '-j SET --add-set dlist src', test: '-m set --match-set dynips src', packet: SYN },
+  { name: 'SET --add-set to bitmap:port: a port in its range', before: '-j SET --add-set dports dst', test: '-m set --match-set dports dst', packet: SYN },
+  { name: 'SET --add-set to bitmap:port: a port outside its range', before: '-j SET --add-set dports src', test: '-m set --match-set dports src', packet: SYN },
 ];
 
 let harness: Promise<KernelHarness> | undefined;
@@ -749,7 +764,8 @@ if (ipsetSkipReason && !skipReason) console.warn(`kernel checks of the set match
 
 describe.skipIf(ipsetSkipReason !== undefined)('kernel checks: the set match against ipsets', () => {
   it.each(IPSET_CASES)('xt set: $name', async (c) => {
-    const dump = `${c.ip6 ? IP6TABLES_SAVE : ''}${filterDump(c.test)}`;
+    const filter = filterDump(c.test);
+    const dump = `${c.ip6 ? IP6TABLES_SAVE : ''}${c.before ? filter.replace('-A FORWARD', `-A FORWARD ${c.before}\n-A FORWARD`) : filter}`;
     const { problems, kernelWay } = await runCase(
       [
         { kind: 'ipset', text: IPSETS, file: 'case.ipset' },

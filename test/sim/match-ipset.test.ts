@@ -30,14 +30,21 @@ create onlysix list:set
 add onlysix six
 create macs hash:mac
 add macs 00:11:22:33:44:55
+create dynips hash:ip family inet
+create dnets hash:net family inet
+add dnets 10.0.0.0/16
+create dlist list:set
+add dlist six
+add dlist dynips
+create dports bitmap:port range 0-100
 `;
 
 const SYN: PacketInput = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'tcp', sport: 40000, dport: 80 };
 
 /** Whether FORWARD (policy drop) accepts the packet by the rule `test`, and whether the outcome is
  * certain. */
-function accepts(test: string, packet: PacketInput = SYN): { accepted: boolean; uncertain: boolean } {
-  const dump = `*filter\n:FORWARD DROP [0:0]\n-A FORWARD ${test} -j ACCEPT\nCOMMIT\n`;
+function accepts(test: string, packet: PacketInput = SYN, before?: string): { accepted: boolean; uncertain: boolean } {
+  const dump = `*filter\n:FORWARD DROP [0:0]\n${before ? `-A FORWARD ${before}\n` : ''}-A FORWARD ${test} -j ACCEPT\nCOMMIT\n`;
   const { ruleset, diagnostics } = parseRuleset([
     { text: dump, file: 'iptables.save' },
     { text: IPSETS, file: 'node.ipset' },
@@ -73,11 +80,28 @@ describe('iptables match set', () => {
     expect(accepts(test, packet)).toEqual({ accepted, uncertain: false });
   });
 
+  // ip_set_add and ip_set_del make the element from the packet as the match reads it (kernel rows
+  // "xt set: SET …").
+  it.each([
+    ['--add-set: the rules after it find the element', '-j SET --add-set dynips src', '-m set --match-set dynips src', SYN, true],
+    ['--del-set: a static element is gone', '-j SET --del-set dsts dst', '-m set --match-set dsts dst', SYN, false],
+    ["--add-set to hash:net: a network of the set's most specific prefix length", '-j SET --add-set dnets src', '-m set --match-set dnets dst', { ...SYN, src: '10.244.9.9' }, true],
+    ['--add-set to list:set: the first member that takes the element', '-j SET --add-set dlist src', '-m set --match-set dynips src', SYN, true],
+    ["--add-set to bitmap:port: a port outside the bitmap's range is not added", '-j SET --add-set dports src', '-m set --match-set dports src', SYN, false],
+    ['--add-set of the other flags than the set has dimensions adds nothing', '-j SET --add-set svc dst', '-m set --match-set svc dst,dst', { ...SYN, dport: 81 }, false],
+  ] as const)('SET %s', (_, before, test, packet, accepted) => {
+    expect(accepts(test, packet, before)).toEqual({ accepted, uncertain: false });
+  });
+
   it.each([
     ['a set no input creates', '-m set --match-set nowhere dst'],
     ['a part nftsim has no packet field for (a MAC address)', '-m set --match-set macs src'],
     ['a test of the element counters', '-m set --match-set dsts dst --packets-gt 5'],
   ])('says it cannot tell for %s', (_, test) => {
     expect(accepts(test).uncertain).toBe(true);
+  });
+
+  it('says it cannot tell for SET --map-set (the skbinfo of elements)', () => {
+    expect(accepts('-m set --match-set dsts dst', SYN, '-j SET --map-set dsts dst --map-mark').uncertain).toBe(true);
   });
 });
