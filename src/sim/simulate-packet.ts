@@ -13,6 +13,7 @@ import { memoByObject } from './memo-by-object.js';
 import { buildHookIndex, chainsAt, STAGES, type HookIndex, type HookStage } from './pipeline.js';
 import type { InputError } from './read-fields.js';
 import { deliverTcp, openTcp, sequenceEnd, trackTcp } from './tcp-tracking.js';
+import { readTrafficClass } from './packet-bytes.js';
 import { hasConntrackEntry, localInterfaceAt, locOf, routeKeyOf, type Chooser, type CtEndpoints, type PacketState, type SimContext, type SimState } from './sim-context.js';
 
 export interface SimulateOptions {
@@ -576,11 +577,25 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   // exceeded error; the others have it decremented before NF_INET_FORWARD.
   if (ctx.pkt.ttl <= 1) return { disposition: 'dropped', verdict: 'drop', reason: 'TTL exceeded in forwarding' };
   ctx.pkt.ttl -= 1;
+  // ip_forward sets the priority from the TOS byte (net.ipv4.ip_forward_update_priority, on by
+  // default); ip6_forward leaves it.
+  if (ctx.family === 'ip') ctx.pkt.priority = tosPriority(ctx);
   const out = runHook(ctx, STAGES.forward) ?? runHook(ctx, STAGES.postrouting);
   if (out) return out;
   confirm(ctx);
   return { disposition: 'forwarded', verdict: 'accept' };
 }
+
+/** rt_tos2priority: ip_tos2prio[IPTOS_TOS(tos) >> 1] (net/ipv4/route.c), whose sixteen entries
+ * go by fours: TC_PRIO_BESTEFFORT 0, TC_PRIO_BULK 2, TC_PRIO_INTERACTIVE 6,
+ * TC_PRIO_INTERACTIVE_BULK 4, so the TOS byte's bits 0x10 and 0x08 choose. The byte is the
+ * packet's DSCP unless a statement wrote it whole. */
+function tosPriority(ctx: SimContext): number {
+  const tos = ctx.pkt.headers ? readTrafficClass(ctx) : ctx.pkt.dscp << 2;
+  return TOS_PRIORITIES[(tos >> 3) & 3]!;
+}
+
+const TOS_PRIORITIES: readonly number[] = [0, 2, 6, 4];
 
 /** Why the IPv4 routing decision drops a received packet as martian (ip_route_input_slow, in its
  * order): a multicast or limited-broadcast source; then, unless the packet goes to the limited

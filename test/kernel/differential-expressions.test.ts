@@ -108,6 +108,13 @@ function echo6ChecksumOf(src = '2001:db8:1::99', id = 40000): number {
 // bitwise tests, payload statements and checksums, options, hashes, fib, rt, meta and ct keys,
 // limits, NAT forms), each checked against the kernel.
 const NFT_FEATURES: readonly ExpressionCase[] = [
+  // ip_forward sets skb->priority from the TOS byte before the forward hook; ip6_forward does not.
+  { name: 'meta priority set at prerouting is reset by IPv4 forwarding', rules: 'meta priority 0:0 accept', packet: SYN, extra: RAW_PRE('meta priority set 1:2') },
+  { name: 'meta priority set at prerouting stays on IPv6 forwarding', rules: 'meta priority 1:2 accept', packet: SYN6, extra: RAW_PRE('meta priority set 1:2') },
+  { name: 'IPv4 forwarding: the priority of DSCP cs2 (TOS 0x40: best effort)', rules: 'meta priority 0:0 accept', packet: SYN, extra: RAW_PRE('ip dscp set cs2') },
+  { name: 'IPv4 forwarding: the priority of DSCP af11 (TOS 0x28: bulk)', rules: 'meta priority 0:2 accept', packet: SYN, extra: RAW_PRE('ip dscp set af11') },
+  { name: 'IPv4 forwarding: the priority of DSCP af22 (TOS 0x50: interactive)', rules: 'meta priority 0:6 accept', packet: SYN, extra: RAW_PRE('ip dscp set af22') },
+  { name: 'IPv4 forwarding: the priority of DSCP ef (TOS 0xb8: interactive bulk)', rules: 'meta priority 0:4 accept', packet: SYN, extra: RAW_PRE('ip dscp set ef') },
   { name: 'dnat prefix to a map (netmap of the destination)', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip prefix to ip daddr map { 198.51.100.0/24 : 203.0.113.0/24 }') },
   { name: 'dnat to a map of a prefix', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip to ip daddr map { 198.51.100.0/24 : 203.0.113.4/30 }') },
   { name: 'dnat to a prefix', rules: 'accept', packet: SYN, extra: NAT_PRE('dnat ip to 198.51.100.32/30') },

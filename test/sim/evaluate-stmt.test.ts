@@ -150,6 +150,21 @@ describe('other statements', () => {
     expect(o.mark).toBe(mark);
   });
 
+  // ip_forward sets skb->priority from the TOS byte (rt_tos2priority) before the forward hook;
+  // ip6_forward leaves it (kernel rows "meta priority set at prerouting …", "IPv4 forwarding: the
+  // priority of DSCP …").
+  it.each([
+    ['an IPv4 packet: the priority prerouting set is gone', 'meta priority set 1:2', FORWARDED, '0x00000000'],
+    ['an IPv4 packet of DSCP af11 (TOS 0x28): bulk', 'ip dscp set af11', FORWARDED, '0x00000002'],
+    ['an IPv4 packet of DSCP ef (TOS 0xb8): interactive bulk', 'ip dscp set ef', FORWARDED, '0x00000004'],
+    ['an IPv6 packet keeps the priority prerouting set', 'meta priority set 1:2', { iif: 'eth0', src: '2001:db8::99', dst: '2001:db8::5', dport: 80 }, '0x00010002'],
+  ] as const)('forwarding sets the priority: %s', (_, set, packet, mark) => {
+    const text = `table inet t {\n\tchain pre {\n\t\ttype filter hook prerouting priority -300;\n\t\t${set}\n\t}\n\tchain fw {\n\t\ttype filter hook forward priority 0;\n\t\tmeta mark set meta priority\n\t}\n}\n`;
+    const o = simulateOne(text, packet);
+    expect(o.disposition).toBe('forwarded');
+    expect(o.mark).toBe(mark);
+  });
+
   it('ct zone set takes effect only before conntrack (nft_ct_set_zone_eval)', () => {
     const text = `table inet t {\n\tchain raw {\n\t\ttype filter hook prerouting priority -300;\n\t\tct zone set 3\n\t}\n\tchain late {\n\t\ttype filter hook prerouting priority 0;\n\t\tct zone set 5\n\t}\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\tct zone 3 meta mark set 1\n\t}\n}\n`;
     expect(simulateOne(text, LOCAL).mark).toBe('0x00000001');
