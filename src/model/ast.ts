@@ -546,6 +546,7 @@ export type Stmt =
   | LimitStmt
   | QuotaStmt
   | LastStmt
+  | CtCountStmt
   | MetaSetStmt
   | CtSetStmt
   | PayloadSetStmt
@@ -736,6 +737,18 @@ export interface SetOpStmt {
   readonly op: 'add' | 'update' | 'delete';
   readonly set: string;
   readonly element: ElementExpr;
+  /** `meter NAME size N { … }`: an update of a set the statement makes itself (listed nowhere
+   * else). */
+  readonly meter?: { readonly size?: number };
+}
+
+/** `ct count [over] N` (nft_connlimit): the connections counted by the statement, or by the set
+ * element it belongs to. */
+export interface CtCountStmt {
+  readonly kind: 'ct-count';
+  readonly span: Span;
+  readonly count: number;
+  readonly over: boolean;
 }
 
 export interface SynproxyStmt {

@@ -427,6 +427,8 @@ function formatStmtIn(stmt: Stmt, context: Context): string {
       return `quota ${formatQuotaBody(stmt.over, stmt.amount, stmt.unit, stmt.used, stmt.usedUnit)}`;
     case 'last':
       return stmt.used !== undefined ? `last used ${stmt.used}` : 'last';
+    case 'ct-count':
+      return `ct count ${stmt.over ? 'over ' : ''}${stmt.count}`;
     case 'meta-set':
       return `${metaKeyText(stmt.key)} set ${formatExpr(stmt.value, 'list')}`;
     case 'ct-set':
@@ -486,6 +488,7 @@ function formatStmtIn(stmt: Stmt, context: Context): string {
       return text;
     }
     case 'set-op':
+      if (stmt.meter) return `meter ${stmt.set}${stmt.meter.size !== undefined ? ` size ${stmt.meter.size}` : ''} { ${formatElement(stmt.element, 'dynset')} }`;
       return `${stmt.op} @${stmt.set} { ${formatElement(stmt.element, 'dynset')} }`;
     case 'synproxy': {
       let text = 'synproxy';

@@ -347,7 +347,9 @@ function checkStmt(stmt: Stmt, family: string, hasVerdict: boolean, hasIcmpType:
     case 'objref':
       return unreadable(`a named ${stmt.type} (objref)`);
     case 'set-op':
-      return unreadable(`\`${stmt.op} @${stmt.set}\` (dynset)`);
+      return unreadable(stmt.meter ? `\`meter ${stmt.set}\` (dynset)` : `\`${stmt.op} @${stmt.set}\` (dynset)`);
+    case 'ct-count':
+      return unreadable('`ct count` (connlimit)');
     case 'flow-offload':
       return unreadable('`flow add` (flow_offload)');
     case 'option-reset':

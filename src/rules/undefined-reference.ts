@@ -54,7 +54,8 @@ function checkChain(
     for (let s = 0; s < stmts.length; s++) {
       const stmt = stmts[s]!;
       if (stmt.kind === 'verdict') checkTarget(stmt.verdict, stmt.target, stmt.span);
-      if (stmt.kind === 'set-op' && !sets.has(stmt.set)) report('set', { name: stmt.set }, stmt.span);
+      // A meter makes its own set.
+      if (stmt.kind === 'set-op' && !stmt.meter && !sets.has(stmt.set)) report('set', { name: stmt.set }, stmt.span);
       if (stmt.kind === 'flow-offload' && !flowtables.has(stmt.flowtable)) report('flowtable', { name: stmt.flowtable }, stmt.span);
       forEachExpr(stmt, checkExpr);
     }

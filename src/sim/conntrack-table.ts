@@ -24,7 +24,7 @@ export interface CtTuple {
 
 /** ct status bits nftsim maintains (include/uapi/linux/netfilter/nf_conntrack_common.h IPS_*).
  * ASSURED only for TCP (tcp-tracking.ts): UDP's depends on time (nf_conntrack_proto_udp.c). */
-export const IPS = { seenReply: 0x02, assured: 0x04, confirmed: 0x08, srcNat: 0x10, dstNat: 0x20, srcNatDone: 0x80, dstNatDone: 0x100, template: 0x800 } as const;
+export const IPS = { expected: 0x01, seenReply: 0x02, assured: 0x04, confirmed: 0x08, srcNat: 0x10, dstNat: 0x20, srcNatDone: 0x80, dstNatDone: 0x100, template: 0x800 } as const;
 
 /** The bits `ct state` reads (include/uapi/linux/netfilter/nf_conntrack_common.h
  * NF_CT_STATE_INVALID_BIT, NF_CT_STATE_BIT(IP_CT_ESTABLISHED / RELATED / NEW),
@@ -59,6 +59,19 @@ export interface CtEntry {
    * state machine ignores or finds invalid. */
   readonly packets: [number, number];
   readonly bytes: [number, number];
+}
+
+/** A connection a rule told conntrack to expect (nft_ct.c nft_ct_expect_obj_eval): from the
+ * master's reply source to its reply destination, of a protocol and destination port, any source
+ * port. */
+export interface CtExpectation {
+  readonly family: AddressFamily;
+  readonly l4proto: number;
+  readonly src: bigint;
+  readonly dst: bigint;
+  readonly dport: number;
+  readonly zone: number;
+  readonly master: CtEntry;
 }
 
 export interface CtMatch {
@@ -197,6 +210,7 @@ function bucketKey(t: CtTuple): string {
 export class ConntrackTable {
   private readonly buckets = new Map<string, CtMatch[]>();
   private readonly list: CtEntry[] = [];
+  private expectations: CtExpectation[] = [];
 
   /** The entry whose original or reply tuple is `t` (nf_conntrack_find_get on the hash of
    * both directions, net/netfilter/nf_conntrack_core.c): one with the very ports, else one whose
@@ -253,10 +267,32 @@ export class ConntrackTable {
     return this.list;
   }
 
+  /** Registers an expectation (nf_ct_expect_related). */
+  expect(expectation: CtExpectation): void {
+    this.expectations.push(expectation);
+  }
+
+  /** The expectation a new connection's tuple meets, taken out (nf_ct_find_expectation unlinks
+   * it: it is met once); one whose master is gone is met by nothing. */
+  takeExpectation(t: CtTuple): CtExpectation | undefined {
+    const at = this.expectations.findIndex(
+      (e) => e.family === t.family && e.l4proto === t.l4proto && e.src === t.src && e.dst === t.dst && e.dport === t.dport && e.zone === t.zone && this.list.includes(e.master),
+    );
+    if (at < 0) return undefined;
+    const [taken] = this.expectations.splice(at, 1);
+    return taken;
+  }
+
   /** A copy whose entries can change without touching this table's (one per random branch). */
   clone(): ConntrackTable {
     const copy = new ConntrackTable();
-    for (const entry of this.list) copy.insert({ ...entry, tcp: entry.tcp && { ...entry.tcp } });
+    const copies = new Map<CtEntry, CtEntry>();
+    for (const entry of this.list) {
+      const copied = { ...entry, tcp: entry.tcp && { ...entry.tcp } };
+      copies.set(entry, copied);
+      copy.insert(copied);
+    }
+    copy.expectations = this.expectations.map((e) => ({ ...e, master: copies.get(e.master) ?? e.master }));
     return copy;
   }
 }

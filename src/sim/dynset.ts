@@ -15,6 +15,7 @@ import { keyTypeDatatype, typeWith } from '../model/datatypes.js';
 import { evaluateExpr, namedSet, type RtValue } from './evaluate-expr.js';
 import { NO_MATCH, type RuleResult } from './evaluate-stmt.js';
 import { isLimitPassed, isQuotaPassed } from './limit-and-quota.js';
+import { isCtCountPassed } from './conn-count.js';
 import { dynamicSetOf, lookupElement, type DynamicSet } from './lookup-element.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
@@ -84,6 +85,9 @@ export function passesElementStatements(element: ElementExpr, named: NamedSet | 
         break;
       case 'quota':
         if (!isQuotaPassed(stmt, ownerOf(element, i), ctx)) return false;
+        break;
+      case 'ct-count':
+        if (!isCtCountPassed(stmt, ownerOf(element, i), ctx)) return false;
         break;
       case 'counter':
       case 'last':

@@ -2,7 +2,7 @@
 // numgen, bitwise operations, and the relational tests of match statements (values, prefixes,
 // ranges, flag lists, sets, maps, concatenations).
 
-import type { Expr, Literal, NamedSet, Relational } from '../model/ast.js';
+import type { Expr, Literal, NamedSet, Relational, Table } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, formatAddress, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
 import { anycastInterfaceOf, isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute, primaryAddress } from './host.js';
@@ -15,6 +15,7 @@ import { lookupElement } from './lookup-element.js';
 import { namedOf, passesElementStatements } from './dynset.js';
 import { isAddrtypeMatch, matchAddrtype6 } from './match-addrtype.js';
 import { hasConntrackEntry, isIptablesRule, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
+import { memoByObject } from './memo-by-object.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
  * the parts of a concatenation. `undefined` is the kernel's NFT_BREAK: the expression has no
@@ -726,9 +727,25 @@ export function prefixBits(base: Expr, lhs: Expr | undefined): number {
   return (lhs && datatypeOf(lhs)?.bits) || 32;
 }
 
-/** The named set or map `name` of the table being evaluated. */
+/** The sets the table's `meter` statements make (nft lists them in the rule alone): dynamic,
+ * of the meter's key and size. */
+const metersOf = memoByObject((table: Table): ReadonlyMap<string, NamedSet> => {
+  const meters = new Map<string, NamedSet>();
+  for (const chain of table.chains) {
+    for (const rule of chain.rules) {
+      for (const stmt of rule.stmts) {
+        if (stmt.kind !== 'set-op' || !stmt.meter || meters.has(stmt.set)) continue;
+        const set: NamedSet = { kind: 'set', span: stmt.span, isMap: false, name: stmt.set, key: { kind: 'typeof', expr: stmt.element.key }, flags: ['dynamic'], stmts: [] };
+        meters.set(stmt.set, stmt.meter.size === undefined ? set : { ...set, size: stmt.meter.size });
+      }
+    }
+  }
+  return meters;
+});
+
+/** The named set or map `name` of the table being evaluated (a meter's among them). */
 export function namedSet(name: string, ctx: SimContext): NamedSet {
-  const set = ctx.table.sets.find((s) => s.name === name);
+  const set = ctx.table.sets.find((s) => s.name === name) ?? metersOf(ctx.table).get(name);
   if (!set) throw new NotModelled(`set @${name} is not defined in table ${ctx.table.family} ${ctx.table.name}`);
   return set;
 }

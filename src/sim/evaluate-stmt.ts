@@ -2,7 +2,7 @@
 // match ends the rule, a verdict ends it with that verdict, the rest change the packet, its
 // marks, its conntrack entry or NAT mapping.
 
-import type { Expr, NatStmt, Rule, Stmt, XtExtensionStmt } from '../model/ast.js';
+import type { Expr, NatStmt, Rule, StatefulObject, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { chainIndexNamed, type ChainIndex } from './chain-index.js';
 import { familyBits, formatAddress, parseAddress, prefixMask, type Address, type AddressFamily } from './address.js';
 import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
@@ -15,6 +15,8 @@ import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
 import { matchIpset, runSetTarget } from './match-ipset.js';
+import { isCtCountPassed, matchConnlimit } from './conn-count.js';
+import { matchHashlimit } from './match-hashlimit.js';
 import { matchU32 } from './match-u32.js';
 import { matchTos, setTos } from './xt-tos.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
@@ -174,6 +176,8 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       return isLimitPassed(stmt, stmt, ctx) ? undefined : NO_MATCH;
     case 'quota':
       return isQuotaPassed(stmt, stmt, ctx) ? undefined : NO_MATCH;
+    case 'ct-count':
+      return isCtCountPassed(stmt, stmt, ctx) ? undefined : NO_MATCH;
     case 'meta-set':
       if (stmt.key === 'nftrace' || stmt.key === 'priority') {
         // skb->nf_trace (a bit) and skb->priority: nothing on the packet's way reads them but
@@ -344,6 +348,27 @@ function setTcpOption(target: Extract<Expr, { kind: 'tcp-option' }>, valueExpr: 
   return undefined;
 }
 
+/** `ct expectation set "e"` (nft_ct.c nft_ct_expect_obj_eval): a packet whose connection
+ * conntrack has not confirmed yet has it expect another, from its reply tuple's source to its
+ * destination, of the object's protocol and port, up to the object's `size` per connection; any
+ * other packet breaks the rule. Conntrack keeps the expectation once it confirms the connection
+ * (simulate-packet.ts confirm); the expected connection is related. */
+function expectConnection(object: Extract<StatefulObject, { kind: 'ct-expectation-object' }>, ctx: SimContext): RuleResult | undefined {
+  const conn = ctx.conn;
+  if (!hasConntrackEntry(ctx) || conn.entry || !conn.tuple) return NO_MATCH;
+  const pending = (conn.expectations ??= []);
+  if (pending.length >= object.size) return NO_MATCH;
+  const family = object.l3proto === 'ip6' ? 'ip6' : object.l3proto === 'ip' ? 'ip' : ctx.family;
+  const l4proto = L4_NUMBERS[object.protocol];
+  if (l4proto === undefined) throw new NotModelled(`ct expectation of protocol ${object.protocol}`);
+  // The reply tuple: the original one inverted, as NAT set up so far left it.
+  const reply = ctx.ct.reply;
+  const src = reply ? reply.src.n : conn.tuple.dst;
+  const dst = reply ? reply.dst.n : conn.tuple.src;
+  if (family === ctx.family) pending.push({ family, l4proto, src, dst, dport: object.dport, zone: ctx.ct.zone });
+  return undefined;
+}
+
 /** `counter name …`, `quota name …`, `limit name …`, `ct helper set …` and the other named
  * stateful objects of the table. */
 function evaluateObjRef(stmt: Extract<Stmt, { kind: 'objref' }>, ctx: SimContext): RuleResult | undefined {
@@ -357,12 +382,13 @@ function evaluateObjRef(stmt: Extract<Stmt, { kind: 'objref' }>, ctx: SimContext
       return isQuotaPassed({ over: object.over, amount: object.bytes, unit: 'bytes', ...(object.used !== undefined && { used: object.used }) }, object, ctx) ? undefined : NO_MATCH;
     case 'limit-object':
       return isLimitPassed(object.limit, object, ctx) ? undefined : NO_MATCH;
+    case 'ct-expectation-object':
+      return expectConnection(object, ctx);
     case 'ct-helper-object':
     case 'ct-timeout-object':
-    case 'ct-expectation-object':
       // A helper (which acts on the connection's payload and expected connections, nft_ct.c
-      // nft_ct_helper_obj_eval), a timeout policy or an expectation: no effect on this packet's
-      // way; `ct helper` reads the master connection's, not this one's (evaluate-expr.ts).
+      // nft_ct_helper_obj_eval) or a timeout policy: no effect on this packet's way; `ct helper`
+      // reads the master connection's, not this one's (evaluate-expr.ts).
       return undefined;
     default:
       throw new NotModelled(`${stmt.type} object`);
@@ -442,8 +468,6 @@ const TEMPLATE_MARK_WRITE = 'CONNMARK writing the mark of a conntrack zone templ
 
 /** Why an xt extension is not modelled: the state or host facts it depends on. */
 const XT_NOT_MODELLED: Readonly<Record<string, string>> = {
-  hashlimit: 'iptables match hashlimit (rates of earlier packets per flow)',
-  connlimit: 'iptables match connlimit (the number of other connections)',
   physdev: 'iptables match physdev (bridge ports are not in the host model)',
   string: 'iptables match string (the packet payload is not in the packet model)',
   bpf: 'iptables match bpf (a BPF program)',
@@ -467,6 +491,10 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
     }
     case 'set':
       return matchIpset(stmt, ctx);
+    case 'connlimit':
+      return matchConnlimit(stmt, ctx);
+    case 'hashlimit':
+      return matchHashlimit(stmt, ctx);
     case 'policy': {
       // xt_policy.c: nftsim's packets have no IPsec (no secpath, no xfrm bundle): `--pol none`
       // matches, `--pol ipsec` does not.

@@ -96,7 +96,7 @@ export const STAGES = {
  * demand: with none of these, no packet gets a conntrack entry and the nat chains, which run from
  * the NAT hooks only for a packet with one (nf_nat_core.c nf_nat_inet_fn: `if (!ct) return
  * NF_ACCEPT`), never run. */
-const CONNTRACK_USER_KINDS: ReadonlySet<string> = new Set(['ct', 'ct-set', 'nat', 'ct-helper-object', 'ct-timeout-object', 'ct-expectation-object', 'synproxy', 'synproxy-object', 'flow-offload']);
+const CONNTRACK_USER_KINDS: ReadonlySet<string> = new Set(['ct', 'ct-set', 'ct-count', 'nat', 'ct-helper-object', 'ct-timeout-object', 'ct-expectation-object', 'synproxy', 'synproxy-object', 'flow-offload']);
 
 /** xt extensions that enable conntrack the same way (their checkentry calls nf_ct_netns_get:
  * xt_conntrack.c, xt_state.c, xt_connmark.c, xt_CT.c, xt_nat.c, xt_MASQUERADE.c, xt_REDIRECT.c,

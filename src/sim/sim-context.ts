@@ -3,7 +3,7 @@
 
 import type { Chain, Hook, Rule, Table } from '../model/ast.js';
 import type { Address } from './address.js';
-import { IPS, type ConntrackTable, type CtEntry, type CtMatch, type CtTuple, type NatManip } from './conntrack-table.js';
+import { IPS, type ConntrackTable, type CtEntry, type CtExpectation, type CtMatch, type CtTuple, type NatManip } from './conntrack-table.js';
 import { localInterfaceOf, type Host, type HostInterface } from './host.js';
 import type { Loc, NatEvent, TraceEvent } from './outcome.js';
 import type { CtStateName, Packet, QuotedPacket } from './packet.js';
@@ -126,6 +126,9 @@ export interface ConnLink {
   readonly quoted: QuotedPacket | undefined;
   /** For a flow's reply: the connection it answers (Packet.answers). */
   readonly answers: CtEntry | undefined;
+  /** Expectations the packet's rules registered for its new connection (`ct expectation set`),
+   * which conntrack keeps once it confirms the connection. */
+  expectations: Omit<CtExpectation, 'master'>[] | undefined;
 }
 
 /** A random choice among weighted branches: returns the index taken. */

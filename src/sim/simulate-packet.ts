@@ -220,7 +220,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     ctAttached: false,
     zoneTemplate: false,
     untrackedFrom: undefined,
-    conn: { table: state.conntrack, explicit: packet.ctGiven !== false, keep: how.keep, entry: undefined, peer: undefined, tuple: undefined, tcpFlags: 0, mapped: {}, carried: false, quoted: packet.quoted, answers: packet.answers },
+    conn: { table: state.conntrack, explicit: packet.ctGiven !== false, keep: how.keep, entry: undefined, peer: undefined, tuple: undefined, tcpFlags: 0, mapped: {}, carried: false, quoted: packet.quoted, answers: packet.answers, expectations: undefined },
     iif: packet.iif,
     oif: undefined,
     natDone: 0,
@@ -360,15 +360,23 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
     }
   }
   // Without an entry, what conntrack makes of the packet as it is here (a rule before conntrack
-  // may have rewritten its TCP flags or ICMP type): new, or invalid.
-  if (!conn.explicit) ctx.ct.state = entrylessState(p.l4proto, p.tcpFlags, p.icmpType);
+  // may have rewritten its TCP flags or ICMP type): new, or invalid. A new connection a
+  // confirmed one's rules told conntrack to expect is related (init_conntrack: IPS_EXPECTED).
+  if (!conn.explicit) {
+    ctx.ct.state = entrylessState(p.l4proto, p.tcpFlags, p.icmpType);
+    if (ctx.ct.state === 'new' && tuple && conn.table.takeExpectation(tuple)) {
+      ctx.ct.state = 'related';
+      ctx.ct.status |= IPS.expected;
+    }
+  }
   if (!tuple) {
     if (conn.quoted && !conn.explicit) relateIcmpError(ctx, conn.quoted);
     return;
   }
   // An explicit `ct` is what the user says the packet sees; it opens a connection only as new
-  // in the original direction.
-  if (ctx.ct.state !== 'new' || ctx.ct.direction !== 0) return;
+  // (or expected) in the original direction.
+  const opens = ctx.ct.state === 'new' || (ctx.ct.status & IPS.expected) !== 0;
+  if (!opens || ctx.ct.direction !== 0) return;
   conn.tuple = tuple;
   conn.tcpFlags = p.tcpFlags;
   // `ct original …` reads the tuple as conntrack took it here, after what rules before its place
@@ -404,7 +412,8 @@ function trackConnection(ctx: SimContext, { entry, direction }: CtMatch): 'attac
     entry.bytes[direction] += ctx.pkt.length;
   }
   if (direction === 1) entry.status |= IPS.seenReply;
-  attachEntry(ctx, entry, direction, direction === 1 || seenReply ? 'established' : 'new');
+  // An expected connection's packets are related until a reply is seen (resolve_normal_ct).
+  attachEntry(ctx, entry, direction, direction === 1 || seenReply ? 'established' : (entry.status & IPS.expected) !== 0 ? 'related' : 'new');
   return 'attached';
 }
 
@@ -513,6 +522,7 @@ function confirm(ctx: SimContext): void {
     bytes: [ctx.pkt.length, 0],
   };
   if (!conn.keep || conn.table.insert(entry)) conn.entry = entry;
+  if (conn.keep && conn.entry === entry) for (const e of conn.expectations ?? []) conn.table.expect({ ...e, master: entry });
 }
 
 /** nat chains run for a packet that opens a connection (new) whose mapping for this hook's

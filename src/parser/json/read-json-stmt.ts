@@ -252,12 +252,17 @@ export class StmtReader {
         return { kind: 'xt', span, type, ...(name !== undefined && { name }) };
       }
       case 'ct count':
+        return { kind: 'ct-count', span, count: asNumber(req(v, 'val')), over: boolProp(v, 'inv') === true };
       case 'meter': {
-        // Recognised but not in the model: kept in the listing's words where they are short.
-        const text =
-          key === 'ct count' ? `ct count ${boolProp(v, 'inv') ? 'over ' : ''}${asNumber(req(v, 'val'))}` : this.src.slice(v);
-        this.src.report('warning', 'unsupported', `"${key}" is not modelled`, v);
-        return { kind: 'unsupported', span, text };
+        // `{"meter": {"key": …, "stmt": …, "size": N, "name": "m"}}`: the key an element as in a
+        // set statement's `elem`, `stmt` one statement (nft 1.0.6 json.c meter_stmt_json).
+        const base = this.exprs.readElement(req(v, 'key'));
+        const stmtNode = property(v, 'stmt');
+        const own = stmtNode === undefined ? [] : stmtNode.type === 'array' ? this.readList(stmtNode) : [this.read(stmtNode)];
+        const stmts = [...(base.stmts ?? []), ...own];
+        const size = property(v, 'size');
+        const element = stmts.length > 0 ? { ...base, stmts } : base;
+        return { kind: 'set-op', span, op: 'update', set: asString(req(v, 'name')), element, meter: size ? { size: asNumber(size) } : {} };
       }
       default:
         return undefined;

@@ -166,6 +166,13 @@ export function buildStmt(env: ExprEnv, n: CstNode): Stmt | undefined {
       if (type !== 'match' && type !== 'target' && type !== 'watcher') return unsupported(env, n, `xt ${type}`);
       return { kind: 'xt', span, type, name: nameText(env, node(n, 'name')) };
     }
+    case 'meterStmt': {
+      const size = numberOf(tok(n, 'size'));
+      const element = buildExprElement(env, node(n, 'element')!);
+      return { kind: 'set-op', span, op: 'update', set: nameText(env, node(n, 'name')), element, meter: size === undefined ? {} : { size } };
+    }
+    case 'ctCountStmt':
+      return { kind: 'ct-count', span, count: numberOf(tok(n, 'count'))!, over: tok(n, 'over') !== undefined };
     case 'setOpStmt': {
       const op = tok(n, 'op')!.image;
       const element = buildExprElement(env, node(n, 'element')!);
@@ -261,7 +268,15 @@ function buildReject(env: ExprEnv, n: CstNode): RejectStmt {
 function buildExprStmt(env: ExprEnv, n: CstNode): Stmt {
   const span = spanOfNode(env.pos, n);
   const lhs = buildExpr(env, node(n, 'lhs')!);
-  if (lhs.kind === 'ct' && lhs.key === 'count' && !lhs.dir) return unsupported(env, n, 'ct count (connlimit)');
+  if (lhs.kind === 'ct' && lhs.key === 'count' && !lhs.dir) {
+    // `ct count over N`, or `ct count N` read as a relational (at most N).
+    const overCount = numberOf(tok(n, 'count'));
+    if (overCount !== undefined) return { kind: 'ct-count', span, count: overCount, over: true };
+    const valueNode = node(n, 'value');
+    const value = valueNode && !tok(n, 'op') ? buildExpr(env, valueNode) : undefined;
+    const count = value?.kind === 'literal' && /^\d+$/.test(value.text) ? Number(value.text) : undefined;
+    return count === undefined ? unsupported(env, n, 'ct count (connlimit) with an operator') : { kind: 'ct-count', span, count, over: false };
+  }
   if (lhs.kind === 'payload' && lhs.protocol === 'tunnel') return unsupported(env, n, 'tunnel metadata');
   if (tok(n, 'set')) {
     const value = typeAgainst(buildExpr(env, node(n, 'value')!), lhs);

@@ -455,6 +455,7 @@ export class NftParser extends CstParser {
         { ALT: () => this.SUBRULE(this.flowStmt) },
         { ALT: () => this.SUBRULE(this.xtStmt) },
         { ALT: () => this.SUBRULE(this.setOpStmt) },
+        { ALT: () => this.SUBRULE(this.meterStmt) },
         { ALT: () => this.SUBRULE(this.resetStmt) },
         { ALT: () => this.SUBRULE(this.commentStmt) },
         { ALT: () => this.SUBRULE(this.tunnelStmt) },
@@ -784,6 +785,28 @@ export class NftParser extends CstParser {
     this.CONSUME(RBrace);
   });
 
+  /** `meter NAME [size N] { KEY STATEMENTS }`, as nft 1.0.x lists an update of a set it made for
+   * the rule. */
+  meterStmt = this.RULE('meterStmt', () => {
+    this.CONSUME(KW.meter!);
+    this.SUBRULE(this.nameTok, { LABEL: 'name' });
+    this.OPTION(() => {
+      this.CONSUME(KW.size!);
+      this.CONSUME(NumberLit, { LABEL: 'size' });
+    });
+    this.CONSUME(LBrace);
+    this.SUBRULE(this.element, { ARGS: [true] });
+    this.CONSUME(RBrace);
+  });
+
+  /** `ct count [over] N` among a set element's statements. */
+  ctCountStmt = this.RULE('ctCountStmt', () => {
+    this.CONSUME(KW.ct!);
+    this.CONSUME(KW.count!);
+    this.OPTION(() => this.CONSUME(KW.over!, { LABEL: 'over' }));
+    this.CONSUME(NumberLit, { LABEL: 'count' });
+  });
+
   resetStmt = this.RULE('resetStmt', () => {
     this.CONSUME(KW.reset!);
     this.SUBRULE(this.payloadSel);
@@ -1049,6 +1072,7 @@ export class NftParser extends CstParser {
       { ALT: () => this.SUBRULE(this.limitStmt) },
       { ALT: () => this.SUBRULE(this.quotaStmt) },
       { ALT: () => this.SUBRULE(this.lastStmt) },
+      { ALT: () => this.SUBRULE(this.ctCountStmt) },
       {
         // nft 1.0.6 prints `[invalid type]` for some typeof keys in dynamic-set statements.
         ALT: () => {

@@ -181,7 +181,7 @@ const KEYWORD_CATEGORIES: Readonly<Record<string, readonly TokenType[]>> = {
   table: [], chain: [], set: [], map: [], flowtable: [], element: [], rule: [], ruleset: [],
   secmark: [], synproxy: [StmtStart], tunnel: [StmtStart, SelectorHead], helper: [], expectation: [],
   define: [], redefine: [], undefine: [], include: [], flush: [], add: [StmtStart], create: [],
-  insert: [], delete: [StmtStart], replace: [], destroy: [], update: [StmtStart], handle: [],
+  insert: [], delete: [StmtStart], replace: [], destroy: [], update: [StmtStart], meter: [StmtStart], handle: [],
   position: [], index: [],
   // block properties
   type: [PropStart], typeof: [PropStart], hook: [PropStart], device: [PropStart],

@@ -41,6 +41,7 @@ export function forEachExpr(stmt: Stmt, visit: (expr: Expr) => void): void {
     case 'limit':
     case 'quota':
     case 'last':
+    case 'ct-count':
     case 'reject':
     case 'notrack':
     case 'synproxy':

@@ -28,7 +28,6 @@ function walk(dir: string, out: string[] = []): string[] {
  * refuses), forms the model does not have, and the table flag nft 1.0.x JSON garbles. */
 const KNOWN_GAPS = [
   /^statement without a JSON form: /,
-  /^"ct count" is not modelled$/,
   /unknown expression "tunnel"$/,
   /^table flag ".*" is not a flag \(nft 1\.0\.x JSON bug\)/,
 ];

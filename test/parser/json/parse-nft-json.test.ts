@@ -154,6 +154,13 @@ describe('statements', () => {
     ['flow offload', { flow: { op: 'add', flowtable: '@ft' } }, { kind: 'flow-offload', flowtable: 'ft' }],
     ['reset tcp option', { reset: { 'tcp option': { name: 'maxseg' } } }, { kind: 'option-reset', target: { kind: 'tcp-option', option: 'maxseg' } }],
     ['last used', { last: { used: 500 } }, { kind: 'last', used: '500' }],
+    // As nft 1.0.6 -j lists them (checked on Linux 6.18).
+    ['ct count over', { 'ct count': { val: 1, inv: true } }, { kind: 'ct-count', count: 1, over: true }],
+    [
+      'a meter with a concatenated key and an element timeout',
+      { meter: { key: { elem: { val: { concat: [{ payload: { protocol: 'ip', field: 'saddr' } }, { payload: { protocol: 'tcp', field: 'dport' } }] }, timeout: 10 } }, stmt: { counter: null }, size: 100, name: 'm2' } },
+      { kind: 'set-op', op: 'update', set: 'm2', meter: { size: 100 }, element: { key: { kind: 'concat' }, timeout: '10s', stmts: [{ kind: 'counter' }] } },
+    ],
   ])('%s', (_name, json, expected) => {
     expect(readStmt(json)).toMatchObject(expected as object);
   });

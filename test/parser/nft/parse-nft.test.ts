@@ -219,7 +219,8 @@ describe('parseNft', () => {
   });
 
   it.each([
-    ['ct count over 10 drop', ['unsupported(ct count over 10)', 'verdict']],
+    ['ct count over 10 drop', ['ct-count', 'verdict']],
+    ['meter m size 128 { ip saddr limit rate 1/second } accept', ['set-op', 'verdict']],
     ['tunnel name ip saddr map { 10.0.0.1 : "t" } counter', ['objref', 'counter']],
     ['add @s { ip saddr } accept', ['set-op', 'verdict']],
   ])('tells statements apart by the word after the first: %s', (text, expected) => {
@@ -256,9 +257,23 @@ describe('parseNft', () => {
   });
 
   it('reports a recognised but unmodelled statement as unsupported', () => {
-    const r = parseNft('table ip t {\n\tchain c {\n\t\tct count over 10 drop\n\t}\n}\n');
-    expect(chainOf(r.ruleset, 'c').rules[0]!.stmts.map(show)).toEqual(['unsupported(ct count over 10)', 'drop']);
+    const r = parseNft('table ip t {\n\tchain c {\n\t\tct count != 10 drop\n\t}\n}\n');
+    expect(chainOf(r.ruleset, 'c').rules[0]!.stmts.map(show)).toEqual(['unsupported(ct count != 10)', 'drop']);
     expect(r.diagnostics.map((d) => [d.severity, d.code, d.span?.line, d.span?.column])).toEqual([['warning', 'unsupported', 3, 3]]);
+  });
+
+  // nft 1.0.6 lists a meter as its own statement, the set it makes nowhere else, and connlimit
+  // (`ct count`) in a rule or among a set element's statements.
+  it.each([
+    'meter m size 65535 { ip saddr limit rate 1/hour burst 2 packets } accept',
+    'meter m2 size 100 { ip saddr . tcp dport timeout 10s counter packets 0 bytes 0 } accept',
+    'ct state new add @c { ip saddr ct count over 1 } drop',
+    'ct count 5 accept',
+  ])('reads and lists back %s', (rule) => {
+    const text = `table ip t {\n\tset c {\n\t\ttype ipv4_addr\n\t\tsize 65535\n\t\tflags dynamic\n\t}\n\n\tchain c {\n\t\t${rule}\n\t}\n}\n`;
+    const r = parseNft(text);
+    expect(r.diagnostics).toEqual([]);
+    expect(formatRuleset(r.ruleset)).toBe(text);
   });
 
   it('gives spans with line and column for rules and expressions', () => {
