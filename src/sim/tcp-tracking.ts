@@ -138,7 +138,7 @@ export type TcpVerdict = 'accepted' | 'assured' | 'ignored' | 'invalid' | 'reope
 export function trackTcp(track: TcpTrack, direction: 0 | 1, flags: number, seenReply: boolean, assured: boolean): TcpVerdict {
   const index = indexOf(flags);
   if (index === undefined) return 'invalid';
-  const old = track.state;
+  let old = track.state;
   let next = TRANSITIONS[direction]![index]![old]!;
   if (next === sSS && old >= sTW) {
     // A SYN after a close: a new connection where a FIN closed this one or the same end reset it.
@@ -146,6 +146,13 @@ export function trackTcp(track: TcpTrack, direction: 0 | 1, flags: number, seenR
     next = sIG;
   }
   if (next === sIV) return 'invalid';
+  if (next === sIG && index === INDEX.synack && track.lastIndex === INDEX.syn && track.lastDir !== direction) {
+    // The other end answers a SYN conntrack ignored: both ends are in sync where conntrack is
+    // not, and it takes the handshake up again from SYN_RECV (nf_conntrack_proto_tcp.c
+    // TCP_CONNTRACK_IGNORE case b); the packet counts (checked on Linux 6.18, seed 1590135354).
+    old = sSS;
+    next = sSR;
+  }
   if (next === sIG) {
     track.lastIndex = index;
     track.lastDir = direction;

@@ -2163,6 +2163,21 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows of conntra
       rulesets: rules('table ip f {\n  chain a {\n    meta mark set mark or 0x100\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    ct state new ct mark set udp dport map { 53 : 0x1, 80 : 0x2 }\n    ct mark vmap { 0x1 : jump a, 0x2 : drop }\n  }\n}\n'),
       packets: [udp, { reply: true }, udp],
     },
+    // A SYN on an established connection is ignored; the answer to it (a SYN-ACK acknowledging
+    // it) takes the handshake up again from SYN_RECV and counts (nf_conntrack_proto_tcp.c
+    // TCP_CONNTRACK_IGNORE case b; seed 1590135354).
+    {
+      name: 'a SYN-ACK answering an ignored SYN resynchronises the connection and counts',
+      rulesets: ipt('*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A OUTPUT -m connbytes --connbytes 1:1 --connbytes-mode packets --connbytes-dir reply -j MARK --set-xmark 0x10/0xff\n-A INPUT -m conntrack --ctstate NEW -j MARK --set-xmark 0x1/0xff\nCOMMIT\n'),
+      packets: [
+        { iif: 'eth1', src: '198.51.100.20', dst: '198.51.100.10', protocol: 'tcp', sport: 443, dport: 80 },
+        { reply: true },
+        { iif: 'eth1', src: '198.51.100.20', dst: '198.51.100.10', protocol: 'tcp', sport: 443, dport: 80, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 1, tcpAck: REPLY_SEQ + 1 },
+        { iif: 'eth1', src: '198.51.100.20', dst: '198.51.100.10', protocol: 'tcp', sport: 443, dport: 80, tcpFlags: 'syn', tcpSeq: DEFAULT_SEQ + 0x10000 },
+        { reply: true },
+        { iif: 'eth1', src: '198.51.100.20', dst: '198.51.100.10', protocol: 'tcp', sport: 443, dport: 80, tcpFlags: 'ack', tcpSeq: DEFAULT_SEQ + 0x10001, tcpAck: REPLY_SEQ + 1 },
+      ],
+    },
     // nft_ct_expect_obj_eval: the expectation is of the master's reply tuple (after DNAT), met
     // once, by the first packet of an unconfirmed connection only; the expected connection is
     // related until its reply.

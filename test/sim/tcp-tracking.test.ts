@@ -33,6 +33,13 @@ describe('TCP tracking', () => {
 
   it.each([
     ['the handshake', [[1, 'syn,ack'], [0, 'ack']], ['accepted synRecv', 'assured established']],
+    // TCP_CONNTRACK_IGNORE case b: a SYN-ACK answering the SYN conntrack ignored resynchronises
+    // from SYN_RECV (kernel flow row "a SYN-ACK answering an ignored SYN …").
+    [
+      'a new SYN on an established connection, answered',
+      [[1, 'syn,ack'], [0, 'ack'], [0, 'syn'], [1, 'syn,ack'], [0, 'ack']],
+      ['accepted synRecv', 'assured established', 'ignored established', 'accepted synRecv', 'accepted established'],
+    ],
     [
       'a close by the client',
       [[1, 'syn,ack'], [0, 'ack'], [0, 'fin,ack'], [1, 'fin,ack'], [0, 'ack'], [0, 'syn']],
