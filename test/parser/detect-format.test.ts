@@ -14,6 +14,7 @@ describe('detectFormat', () => {
     ['an iptables-nft-save that could list no table', "# Table `filter' is incompatible, use 'nft' tool.\n", 'iptables'],
     ['the legacy-tables warning', '# Warning: iptables-legacy tables present, use iptables-legacy-save to see them\n*filter\nCOMMIT\n', 'iptables'],
     ['ipset save output', 'create KUBE-CLUSTER-IP hash:ip,port family inet hashsize 1024 maxelem 65536\nadd KUBE-CLUSTER-IP 10.96.0.1,tcp:443\n', 'ipset'],
+    ['ipset list output', 'Name: KUBE-CLUSTER-IP\nType: hash:ip,port\n', 'ipset'],
     ['an nft script creating a table', 'create table ip filter\nadd chain ip filter INPUT\n', 'nft'],
     ['empty input', '', 'nft'],
   ])('tells %s apart', (_name, text, format) => {

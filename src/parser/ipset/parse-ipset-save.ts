@@ -64,6 +64,10 @@ export function parseIpsetSave(text: string, file = '<input>'): IpsetParseResult
     }
     const [command, name, third] = words;
     if (!command || command.text.startsWith('#')) continue;
+    if (command.text === 'Name:') {
+      fail('this is `ipset list` output: nftsim reads `ipset save` (or `ipset list -o save`)', command.start, command.end);
+      break;
+    }
     if (command.text !== 'create' && command.text !== 'add') {
       fail(`expected "create" or "add" (the commands ipset save prints), not "${command.text}"`, command.start, command.end);
       continue;

@@ -68,6 +68,7 @@ describe('parseIpsetSave', () => {
     ['a set created twice', 'create s hash:ip\ncreate s hash:net\n', 2, 8, 'set s is created twice'],
     ['a list:set holding a list:set', 'create a hash:ip\ncreate l list:set\ncreate m list:set\nadd m l\n', 4, 7, 'list:set m cannot hold list:set l'],
     ['an unterminated comment', 'create s hash:ip comment\nadd s 10.0.0.1 comment "x\n', 2, 24, 'unterminated double quote'],
+    ['`ipset list` output, once', 'Name: s\nType: hash:ip\nMembers:\n10.0.0.1\n', 1, 1, 'this is `ipset list` output'],
   ])('reports %s at its place', (_, text, line, column, message) => {
     const result = parseIpsetSave(text, 'bad.ipset');
     expect(result.diagnostics).toHaveLength(1);
