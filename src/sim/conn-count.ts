@@ -18,6 +18,11 @@ import { NotModelled, type SimContext } from './sim-context.js';
  * tuple to count (nft_connlimit: NFT_BREAK). */
 export function countConnections(owner: object, ctx: SimContext): number | undefined {
   const conn = ctx.conn;
+  // Whether the counter still holds a connection that closed depends on when the kernel's
+  // garbage collection ran, and a packet of one it dropped is itself dropped (insert_tree's
+  // hotdrop; a 2000-case run of 1cfb449, seed 1424417605).
+  const state = conn.entry?.tcp?.state;
+  if (state === TCP_STATE.timeWait || state === TCP_STATE.close) throw new NotModelled('counting connections for a packet of a closed TCP connection (the kernel may have collected it, and then drops the packet)');
   const own = conn.entry?.original ?? conn.tuple ?? tupleOf(ctx.family, ctx.pkt, ctx.ct.zone);
   if (!own) return undefined;
   const counted = (ctx.dynamicSets.get(owner) ?? []) as readonly CtTuple[];

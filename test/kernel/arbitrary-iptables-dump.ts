@@ -101,12 +101,11 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     fc.constant({ text: `-s ${a.prefixes[0]}`, option: 's' }),
     fc.constant({ text: '-m statistic --mode random --probability 0.50000000000' }),
     fc.constant({ text: '-m comment --comment "generated rule"' }),
-    // Connections counted per address, buckets per key, which every packet of the case moves on:
-    // not at prerouting, where the harness's sentinel after each packet would count too.
+    // Buckets per key, which every packet of the case moves on: not at prerouting, where the
+    // harness's sentinel after each packet would take from them too. (No connlimit: a closed
+    // connection's later packet is not modelled, docs/simulator-limits.md.)
     fc
       .constantFrom(
-        '-m connlimit --connlimit-above 1 --connlimit-mask 32 --connlimit-saddr',
-        '-m connlimit --connlimit-upto 1 --connlimit-mask 24 --connlimit-daddr',
         '-m hashlimit --hashlimit-upto 1/hour --hashlimit-burst 2 --hashlimit-mode srcip --hashlimit-name g1',
         '-m hashlimit --hashlimit-above 1/hour --hashlimit-burst 1 --hashlimit-mode dstip,dstport --hashlimit-name g2',
       )

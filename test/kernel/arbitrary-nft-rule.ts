@@ -241,9 +241,6 @@ function statement(af: AddressFamily): fc.Arbitrary<Part> {
         .constantFrom(`add @${setName('d', af)} { ${af} daddr limit rate over 1/hour burst 1 packets }`, `update @${setName('d', af)} { ${af} saddr limit rate 1/hour burst 2 packets }`)
         .map((text) => ({ text, hooks: ['input', 'forward', 'output', 'postrouting'] as const })),
     },
-    // Connections counted by the rule: at the hooks of the limits. (No meter: nft refuses a
-    // second one of a name in a table.)
-    { weight: 1, arbitrary: fc.constantFrom('ct count over 1', 'ct count 1').map((text) => ({ text, hooks: ['input', 'forward', 'output', 'postrouting'] as const })) },
     // A dynamic map's data: a constant, and the packet's mark.
     { weight: 1, arbitrary: fc.constantFrom(`add @${setName('n', af)} { ${af} saddr : 0x20 }`, `update @${setName('n', af)} { ${af} daddr : meta mark }`, `meta mark set ${af} saddr map @${setName('n', af)}`).map((text) => ({ text })) },
     { weight: 1, arbitrary: fc.constant({ text: 'notrack', hooks: TEMPLATE_HOOKS }) },

@@ -69,3 +69,16 @@ describe('ct expectation set (nft_ct_expect_obj_eval)', () => {
     expect(marks(expectation(rule), packets)).toEqual(expected);
   });
 });
+
+describe('a packet of a closed TCP connection meeting a count', () => {
+  // Whether the kernel's counter still holds the connection depends on its garbage collection,
+  // and where it does not, the packet is dropped (insert_tree's hotdrop): said so.
+  it('is not modelled', () => {
+    const { ruleset } = parseRuleset(ipt('-A FORWARD -p tcp -m connlimit --connlimit-above 1 --connlimit-mask 32 -j MARK --set-xmark 0x1/0x1'));
+    const syn = { ...FORWARDED, protocol: 'tcp', sport: 40000, tcpFlags: 'syn' } as const;
+    const result = simulateFlow(ruleset, { host: HOST, packets: [syn, { reply: true, tcpFlags: 'syn,ack' }, { ...syn, tcpFlags: 'ack' }, { reply: true, tcpFlags: 'rst' }, syn] });
+    const last = result.outcomes[0]!.packets[4]!;
+    expect(last.uncertain).toBe(true);
+    expect(last.trace.find((e) => e.kind === 'unsupported')?.reason).toContain('closed TCP connection');
+  });
+});
