@@ -142,18 +142,26 @@ export function matchIpset(stmt: XtExtensionStmt, ctx: SimContext): boolean {
   return testSet(indexed, matchSet.directions, returnNomatch, ctx) !== matchSet.negated;
 }
 
+/** What ip_set_test, ip_set_add and ip_set_del check before the set's type looks: a flag for
+ * each dimension, and the packet's family unless the set serves both. */
+function fits(indexed: IndexedSet, directions: readonly ('src' | 'dst')[], ctx: SimContext): boolean {
+  const family = indexed.set.family;
+  return directions.length >= indexed.dimensions.length && (family === undefined || family === (ctx.family === 'ip' ? 'inet' : 'inet6'));
+}
+
+/** A list:set's member sets, in order. */
+function membersOf(indexed: IndexedSet, ctx: SimContext): IndexedSet[] {
+  return indexed.set.elements.flatMap((element) => {
+    const member = ctx.index.ipsets.set((element.parts[0] as Extract<IpSetPart, { kind: 'name' }>).name);
+    return member ? [member] : [];
+  });
+}
+
 /** ip_set_test: whether the set holds the packet, seen through `directions`. */
 function testSet(indexed: IndexedSet, directions: readonly ('src' | 'dst')[], returnNomatch: boolean, ctx: SimContext): boolean {
-  const { set, dimensions } = indexed;
-  if (directions.length < dimensions.length) return false;
-  if (set.family !== undefined && set.family !== (ctx.family === 'ip' ? 'inet' : 'inet6')) return false;
-  if (set.type === 'list:set') {
-    for (const element of set.elements) {
-      const member = ctx.index.ipsets.set((element.parts[0] as Extract<IpSetPart, { kind: 'name' }>).name);
-      if (member && testSet(member, directions, returnNomatch, ctx)) return true;
-    }
-    return false;
-  }
+  if (!fits(indexed, directions, ctx)) return false;
+  if (indexed.set.type === 'list:set') return membersOf(indexed, ctx).some((member) => testSet(member, directions, returnNomatch, ctx));
+  const { dimensions } = indexed;
   const found = lookup(indexed, directions, ctx);
   if (found === undefined) return false;
   // found: the element's nomatch flag. --return-nomatch answers the other way round for the
@@ -232,16 +240,9 @@ export function runSetTarget(stmt: XtExtensionStmt, ctx: SimContext): void {
 /** ip_set_add or ip_set_del of the packet's element: whether it succeeded (an add of an element
  * the set has succeeds with `--exist` only; a delete of one it lacks fails). */
 function changeSet(indexed: IndexedSet, add: boolean, directions: readonly ('src' | 'dst')[], exist: boolean, ctx: SimContext): boolean {
+  if (!fits(indexed, directions, ctx)) return false;
+  if (indexed.set.type === 'list:set') return membersOf(indexed, ctx).some((member) => changeSet(member, add, directions, exist, ctx));
   const { set, dimensions } = indexed;
-  if (directions.length < dimensions.length) return false;
-  if (set.family !== undefined && set.family !== (ctx.family === 'ip' ? 'inet' : 'inet6')) return false;
-  if (set.type === 'list:set') {
-    for (const element of set.elements) {
-      const member = ctx.index.ipsets.set((element.parts[0] as Extract<IpSetPart, { kind: 'name' }>).name);
-      if (member && changeSet(member, add, directions, exist, ctx)) return true;
-    }
-    return false;
-  }
   const values = packetValues(indexed, directions, ctx);
   if (!values) return false;
   const groups = liveGroups(indexed, ctx);
