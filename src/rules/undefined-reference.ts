@@ -8,17 +8,21 @@ import { forEachExpr } from './framework/walk-rule.js';
 export const undefinedReference: LintRule = {
   id: 'undefined-reference',
   meta: {
-    description: 'A jump or goto to a chain, or a reference to a set, map or flowtable, that its table does not define.',
+    description: 'A jump or goto to a chain, or a reference to a set, map or flowtable, that its table does not define; an ipset no ipset input creates.',
     severity: 'error',
     docs: 'docs/rules/undefined-reference.md',
     messages: {
       chain: "{{verdict}} to chain '{{name}}', which table {{table}} does not define",
       set: "set or map '@{{name}}' is not defined in table {{table}}",
       flowtable: "flowtable '@{{name}}' is not defined in table {{table}}",
+      ipset: "ipset '{{name}}' is not created by the ipset input",
       table: 'table {{table}} is here',
     },
   },
   check(context) {
+    // iptables-restore refuses a rule naming a set that does not exist; without an `ipset save`
+    // input nothing is known of the sets, and nothing is reported.
+    const ipsets = context.ruleset.ipsets && new Set(context.ruleset.ipsets.map((s) => s.name));
     for (const table of context.ruleset.tables) {
       const chains = new Set(table.chains.map((c) => c.name));
       const sets = new Set(table.sets.map((s) => s.name));
@@ -28,10 +32,24 @@ export const undefinedReference: LintRule = {
         context.report({ messageId, data: { ...data, table: name }, span, related: [{ messageId: 'table', data: { table: name }, span: table.span }] });
       for (const chain of table.chains) {
         checkChain(chain, chains, sets, flowtables, report);
+        if (ipsets) checkIpsets(chain, ipsets, report);
       }
     }
   },
 };
+
+/** The sets iptables' set match and SET target name (`--match-set`, `--add-set`, `--del-set`,
+ * `--map-set`). */
+function checkIpsets(chain: Chain, ipsets: ReadonlySet<string>, report: (messageId: string, data: Record<string, string>, span: Span) => void): void {
+  for (const rule of chain.rules) {
+    for (const stmt of rule.stmts) {
+      if (stmt.kind !== 'xt-extension') continue;
+      for (const o of stmt.options) {
+        if (o.value.type === 'ipset' && !ipsets.has(o.value.set)) report('ipset', { name: o.value.set }, stmt.span);
+      }
+    }
+  }
+}
 
 function checkChain(
   chain: Chain,

@@ -12,6 +12,8 @@ export interface ValidCase {
   readonly code: string;
   readonly format?: 'nft' | 'iptables' | 'json';
   readonly options?: LintOptions;
+  /** An `ipset save` input beside the code. */
+  readonly ipsets?: string;
 }
 
 export interface ExpectedFinding {
@@ -30,7 +32,8 @@ export interface InvalidCase extends ValidCase {
 
 export function lintCode(rule: LintRule, c: ValidCase): Finding[] {
   const file = c.format === 'iptables' ? 'test.ipt' : c.format === 'json' ? 'test.json' : 'test.nft';
-  const parsed = parseRuleset(c.code, { file, format: c.format ?? 'nft' });
+  const code = { text: c.code, file, format: c.format ?? 'nft' } as const;
+  const parsed = c.ipsets === undefined ? parseRuleset(c.code, { file, format: c.format ?? 'nft' }) : parseRuleset([code, { text: c.ipsets, file: 'test.ipset' }]);
   expect(parsed.diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
   return runLintRules(parsed.ruleset, [rule], c.options);
 }
