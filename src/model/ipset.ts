@@ -58,7 +58,10 @@ export interface IpSet {
    * serve both (NFPROTO_UNSPEC). */
   readonly family: 'inet' | 'inet6' | undefined;
   /** hash:ip's and bitmap:ip's `netmask`: elements and packets are whole networks of this prefix. */
-  readonly netmask: number | undefined;
+  readonly netmask?: number;
+  /** `bitmask` (ipset 7.17, Linux 6.1): the address parts of hash:ip and hash:ip,port are cut to
+   * this mask, which need not be a prefix. */
+  readonly bitmask?: string;
   /** The `create` line's options after the type, as written (hashsize, range, timeout…). */
   readonly options: readonly string[];
   readonly elements: readonly IpSetElement[];

@@ -58,6 +58,8 @@ interface IndexedSet {
   readonly groups: readonly Group[];
   /** A bitmap's `range`: the addresses or ports it can hold. */
   readonly range: { readonly low: bigint; readonly high: bigint } | undefined;
+  /** `bitmask`: what an `ip` part keeps of an address, beside its prefix. */
+  readonly ipMask: bigint | undefined;
 }
 
 interface Group {
@@ -67,6 +69,8 @@ interface Group {
 
 function indexSet(set: IpSet): IndexedSet {
   const dimensions = IPSET_TYPES.get(set.type)!;
+  // Read when the parser checked it: an address of the set's family.
+  const ipMask = set.bitmask === undefined ? undefined : parseAddress(set.bitmask)!.n;
   const groups = new Map<string, { prefixes: number[]; elements: Map<string, boolean> }>();
   for (const element of set.elements) {
     const prefixes = element.parts.flatMap((p) => (p.kind === 'address' ? [p.prefix] : []));
@@ -77,10 +81,10 @@ function indexSet(set: IpSet): IndexedSet {
       groups.set(id, group);
     }
     // The first of two equal elements is the set's (ipset restore refuses the second).
-    const key = keyOf(element.parts.map((p) => valueOf(p)));
+    const key = keyOf(element.parts.map((p, i) => valueOf(p, dimensions[i] === 'ip' ? ipMask : undefined)));
     if (!group.elements.has(key)) group.elements.set(key, element.nomatch);
   }
-  return { set, dimensions, groups: ordered([...groups.values()]), range: rangeOf(set) };
+  return { set, dimensions, groups: ordered([...groups.values()]), range: rangeOf(set), ipMask };
 }
 
 /** Groups most specific first, by the first address part's prefix, then the next's. */
@@ -108,11 +112,11 @@ function rangeOf(set: IpSet): IndexedSet['range'] {
   return low === undefined || high === undefined ? undefined : { low, high };
 }
 
-function valueOf(part: IpSetPart): string {
+function valueOf(part: IpSetPart, ipMask: bigint | undefined): string {
   switch (part.kind) {
     case 'address':
       // Read when the parser checked it: an address of the part's family.
-      return (parseAddress(part.address)!.n & prefixMask(familyBits(part.family), part.prefix)).toString(16);
+      return (parseAddress(part.address)!.n & prefixMask(familyBits(part.family), part.prefix) & (ipMask ?? -1n)).toString(16);
     case 'port':
       return part.protocol < 0 ? String(part.port) : `${part.protocol}:${part.port}`;
     case 'name':
@@ -175,7 +179,7 @@ function lookup(indexed: IndexedSet, directions: readonly ('src' | 'dst')[], ctx
   const values = packetValues(indexed, directions, ctx);
   if (!values) return undefined;
   for (const group of liveGroups(indexed, ctx)) {
-    const nomatch = group.elements.get(keyAt(values, group.prefixes, ctx));
+    const nomatch = group.elements.get(keyAt(indexed, values, group.prefixes, ctx));
     if (nomatch !== undefined) return nomatch;
   }
   return undefined;
@@ -199,7 +203,7 @@ function packetValues(indexed: IndexedSet, directions: readonly ('src' | 'dst')[
   // hash:ip: an address that is 0 once masked is refused (hash_ip4_kadt, hash_ip6_kadt: -EINVAL).
   if (set.type === 'hash:ip') {
     const bits = familyBits(ctx.family);
-    if (((values[0] as bigint) & prefixMask(bits, set.netmask ?? bits)) === 0n) return undefined;
+    if (((values[0] as bigint) & prefixMask(bits, set.netmask ?? bits) & (indexed.ipMask ?? -1n)) === 0n) return undefined;
   }
   if (range) {
     const v = values[0]!;
@@ -210,9 +214,15 @@ function packetValues(indexed: IndexedSet, directions: readonly ('src' | 'dst')[
 }
 
 /** The key of the packet's parts with the address parts cut to `prefixes`. */
-function keyAt(values: readonly (bigint | string)[], prefixes: readonly number[], ctx: SimContext): string {
+function keyAt(indexed: IndexedSet, values: readonly (bigint | string)[], prefixes: readonly number[], ctx: SimContext): string {
   let a = 0;
-  return keyOf(values.map((v) => (typeof v === 'string' ? v : (v & prefixMask(familyBits(ctx.family), prefixes[a++]!)).toString(16))));
+  return keyOf(
+    values.map((v, i) => {
+      if (typeof v === 'string') return v;
+      const mask = prefixMask(familyBits(ctx.family), prefixes[a++]!);
+      return (v & mask & (indexed.dimensions[i] === 'ip' ? (indexed.ipMask ?? -1n) : -1n)).toString(16);
+    }),
+  );
 }
 
 /** The set's groups as the run left them. */
@@ -230,7 +240,8 @@ export function runSetTarget(stmt: XtExtensionStmt, ctx: SimContext): void {
     // A timeout changes nothing the run sees: it has no clock.
     else if (o.name !== 'exist' && o.name !== 'timeout') throw new NotModelled(`iptables target SET --${o.name} (the skbinfo of ipset elements)`);
   }
-  for (const change of changes) {
+  // set_target_v1..v3: the add, then the delete, whatever order they were written in.
+  for (const change of [...changes.filter((c) => c.add), ...changes.filter((c) => !c.add)]) {
     const indexed = ctx.index.ipsets.set(change.set);
     if (!indexed) throw new NotModelled(`ipset '${change.set}' (no input creates it: give its \`ipset save\` output)`);
     changeSet(indexed, change.add, change.directions, exist, ctx);
@@ -253,13 +264,17 @@ function changeSet(indexed: IndexedSet, add: boolean, directions: readonly ('src
     if (d !== 'ip' && d !== 'net') return [];
     const i = a++;
     if (d === 'ip') return [set.netmask ?? host];
-    return [groups.reduce((most, g) => Math.max(most, g.prefixes[i]!), -1)].map((p) => (p < 0 ? host : p));
+    // A prefix length whose elements are all gone is no longer the set's (mtype_del_cidr).
+    return [groups.reduce((most, g) => (g.elements.size > 0 ? Math.max(most, g.prefixes[i]!) : most), -1)].map((p) => (p < 0 ? host : p));
   });
-  const key = keyAt(values, prefixes, ctx);
+  const key = keyAt(indexed, values, prefixes, ctx);
   const id = prefixes.join('/');
   const at = groups.findIndex((g) => g.prefixes.join('/') === id);
   const has = at >= 0 && groups[at]!.elements.has(key);
-  if (add ? has : !has) return add && exist;
+  if (!add && !has) return false;
+  // An element the set has is added again only with `--exist`, which sets its flags anew: a
+  // nomatch one matches from then on (mtype_add, overwrite_extensions).
+  if (add && has && (!exist || groups[at]!.elements.get(key) === false)) return exist;
   const elements = new Map(at >= 0 ? groups[at]!.elements : []);
   if (add) elements.set(key, false);
   else elements.delete(key);

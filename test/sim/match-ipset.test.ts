@@ -37,6 +37,11 @@ create dlist list:set
 add dlist six
 add dlist dynips
 create dports bitmap:port range 0-100
+create except hash:net family inet
+add except 10.244.0.0/16
+add except 10.244.1.5 nomatch
+create masked2 hash:ip family inet bitmask 255.255.0.255
+add masked2 10.244.0.5
 `;
 
 const SYN: PacketInput = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'tcp', sport: 40000, dport: 80 };
@@ -74,6 +79,8 @@ describe('iptables match set', () => {
     ['bitmap:port: a TCP port', '-m set --match-set ports dst', SYN, true],
     ['bitmap:port: an ICMP type and code is no port', '-m set --match-set ports dst', { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'icmp' }, false],
     ["hash:ip's netmask: the address's network", '-m set --match-set masked dst', SYN, true],
+    // ipset 7.17's bitmask: the third byte is not compared.
+    ["hash:ip's bitmask, which need not be a prefix", '-m set --match-set masked2 dst', SYN, true],
     ['list:set: a member holds it', '-m set --match-set any dst', SYN, true],
     ['list:set: a member of the other family never matches', '-m set --match-set onlysix dst', SYN, false],
   ] as const)('%s', (_, test, packet, accepted) => {
@@ -89,6 +96,11 @@ describe('iptables match set', () => {
     ['--add-set to list:set: the first member that takes the element', '-j SET --add-set dlist src', '-m set --match-set dynips src', SYN, true],
     ["--add-set to bitmap:port: a port outside the bitmap's range is not added", '-j SET --add-set dports src', '-m set --match-set dports src', SYN, false],
     ['--add-set of the other flags than the set has dimensions adds nothing', '-j SET --add-set svc dst', '-m set --match-set svc dst,dst', { ...SYN, dport: 81 }, false],
+    // mtype_add with --exist sets the element's flags anew: nomatch no more.
+    ['--add-set --exist onto a nomatch element makes it match', '-j SET --add-set except dst --exist', '-m set --match-set except dst', SYN, true],
+    ['--add-set without --exist leaves a nomatch element', '-j SET --add-set except dst', '-m set --match-set except dst', SYN, false],
+    // set_target_v3: the add, then the delete.
+    ['--del-set and --add-set in one rule: added, then deleted', '-j SET --del-set dynips src --add-set dynips src', '-m set --match-set dynips src', SYN, false],
   ] as const)('SET %s', (_, before, test, packet, accepted) => {
     expect(accepts(test, packet, before)).toEqual({ accepted, uncertain: false });
   });

@@ -9,7 +9,7 @@ import { datatypeSymbols, readIptablesIcmpType } from '../../model/datatypes.js'
 import type { Diagnostic } from '../../model/diagnostic.js';
 import { IPSET_TYPES, type IpSet, type IpSetDimension, type IpSetElement, type IpSetPart } from '../../model/ipset.js';
 import { LineIndex } from '../../model/line-index.js';
-import { familyBits, parseCidr } from '../../sim/address.js';
+import { parseAddress, parseCidr } from '../../sim/address.js';
 
 const Word = createToken({ name: 'Word', pattern: /(?:[^\s"]+|"(?:[^"\\]|\\.)*")+/ });
 const Blank = createToken({ name: 'Blank', pattern: /[ \t\r\f\v]+/, group: Lexer.SKIPPED });
@@ -115,18 +115,22 @@ function readCreate(name: string, type: Word, options: readonly Word[], at: Span
     return undefined;
   }
   let family: IpSet['family'] = type.text === 'bitmap:port' || type.text === 'list:set' ? undefined : 'inet';
+  // The family first, wherever it stands: the masks are read in it.
+  const familyAt = options.findIndex((o) => o.text === 'family');
+  if (familyAt >= 0) {
+    const value = options[familyAt + 1];
+    if (value?.text !== 'inet' && value?.text !== 'inet6') {
+      fail('expected "inet" or "inet6" after "family"', options[familyAt]!.start, (value ?? options[familyAt]!).end);
+      return undefined;
+    }
+    family = value.text;
+  }
   let netmask: number | undefined;
+  let bitmask: string | undefined;
   for (let i = 0; i < options.length; i++) {
     const option = options[i]!;
     const value = options[i + 1];
-    if (option.text === 'family') {
-      if (value?.text !== 'inet' && value?.text !== 'inet6') {
-        fail('expected "inet" or "inet6" after "family"', option.start, (value ?? option).end);
-        return undefined;
-      }
-      family = value.text;
-      i++;
-    } else if (option.text === 'netmask') {
+    if (option.text === 'netmask') {
       const bits = Number(value?.text);
       if (!value || !/^\d+$/.test(value.text) || bits < 1 || bits > (family === 'inet6' ? 128 : 32)) {
         fail('expected a prefix length after "netmask"', option.start, (value ?? option).end);
@@ -134,9 +138,18 @@ function readCreate(name: string, type: Word, options: readonly Word[], at: Span
       }
       netmask = bits;
       i++;
+    } else if (option.text === 'bitmask') {
+      // ipset 7.17 / Linux 6.1: an address mask, not necessarily a prefix.
+      if (value === undefined || parseAddress(value.text)?.family !== (family === 'inet6' ? 'ip6' : 'ip')) {
+        fail('expected an address of the set\'s family after "bitmask"', option.start, (value ?? option).end);
+        return undefined;
+      }
+      bitmask = value.text;
+      i++;
     }
   }
-  return { kind: 'ipset', span: at, name, type: type.text, family, netmask, options: options.map((o) => o.text), elements: [] };
+  const masks = { ...(netmask !== undefined && { netmask }), ...(bitmask !== undefined && { bitmask }) };
+  return { kind: 'ipset', span: at, name, type: type.text, family, ...masks, options: options.map((o) => o.text), elements: [] };
 }
 
 function readElement(set: IpSet, word: Word, options: readonly Word[], at: Span, fail: Fail): IpSetElement | undefined {
@@ -176,9 +189,11 @@ function readPart(dimension: IpSetDimension, text: string, set: IpSet): IpSetPar
     case 'net': {
       const cidr = parseCidr(text);
       const family = set.family === 'inet6' ? 'ip6' : 'ip';
+      if (!cidr && text.includes('-')) return `"${text}" is a range, which \`ipset save\` lists element by element`;
       if (!cidr || cidr.family !== family) return `"${text}" is not an ${family === 'ip' ? 'IPv4' : 'IPv6'} address${dimension === 'net' ? ' or network' : ''}`;
-      const host = familyBits(family);
-      const prefix = dimension === 'ip' && set.netmask !== undefined && cidr.prefix === host ? set.netmask : cidr.prefix;
+      // A network given to a netmask set is stored as the netmask's network, or its own when
+      // wider (hash_ip4_uadt).
+      const prefix = dimension === 'ip' && set.netmask !== undefined ? Math.min(set.netmask, cidr.prefix) : cidr.prefix;
       return { kind: 'address', family, address: text.split('/')[0]!, prefix };
     }
     case 'port':
@@ -213,6 +228,7 @@ function readProtocolPort(text: string, icmpOfFamily: number): IpSetPart | strin
     return { kind: 'port', protocol, port: (icmp.type << 8) | (icmp.code ?? 0) };
   }
   const port = Number(portText);
+  if (/^\d+-\d+$/.test(portText)) return `"${portText}" is a range of ports, which \`ipset save\` lists port by port`;
   if (!/^\d+$/.test(portText) || port > 0xffff) return `"${portText}" is not a port`;
   if (!PORTED.has(protocol) && port !== 0) return `protocol ${protocolText} has no ports: its port part is 0`;
   return { kind: 'port', protocol, port };

@@ -51,6 +51,13 @@ describe('parseIpsetSave', () => {
     expect(ipsets.find((s) => s.name === name)!.elements[index]!.parts).toEqual(parts);
   });
 
+  it('reads the masks in the family given after them, and a network of a netmask set as the netmask\'s', () => {
+    const r = parseIpsetSave('create m hash:ip netmask 64 family inet6\ncreate b hash:ip family inet bitmask 255.255.0.255\ncreate n hash:ip family inet netmask 24\nadd n 10.0.0.0/30\n');
+    expect(r.diagnostics).toEqual([]);
+    expect(r.ipsets.map((s) => [s.name, s.family, s.netmask, s.bitmask])).toEqual([['m', 'inet6', 64, undefined], ['b', 'inet', undefined, '255.255.0.255'], ['n', 'inet', 24, undefined]]);
+    expect(r.ipsets[2]!.elements[0]!.parts).toEqual([{ kind: 'address', family: 'ip', address: '10.0.0.0', prefix: 24 }]);
+  });
+
   it('keeps nomatch, and passes over the extensions of an element', () => {
     expect(ipsets.find((s) => s.name === 'nets')!.elements.map((e) => e.nomatch)).toEqual([true, false]);
     expect(ipsets.find((s) => s.name === 'six')!.elements[0]!.text).toBe('2001:db8::1');
@@ -63,6 +70,8 @@ describe('parseIpsetSave', () => {
     ['an element with too few parts', 'create s hash:ip,port\nadd s 10.0.0.1\n', 2, 7, 'a hash:ip,port element has 2 parts'],
     ['an address of the other family', 'create s hash:ip family inet6\nadd s 10.0.0.1\n', 2, 7, '"10.0.0.1" is not an IPv6 address'],
     ['a port above 65535', 'create s hash:ip,port\nadd s 10.0.0.1,tcp:70000\n', 2, 7, '"70000" is not a port'],
+    ['a range of addresses (ipset restore input, which save expands)', 'create s hash:ip\nadd s 10.0.0.1-10.0.0.3\n', 2, 7, 'is a range'],
+    ['a range of ports', 'create s hash:ip,port\nadd s 10.0.0.1,udp:50-60\n', 2, 7, 'is a range of ports'],
     ['a port for a protocol without ports', 'create s hash:ip,port\nadd s 10.0.0.1,gre:5\n', 2, 7, 'protocol gre has no ports'],
     ['an unknown element option', 'create s hash:ip\nadd s 10.0.0.1 foo\n', 2, 16, 'unknown element option "foo"'],
     ['a set created twice', 'create s hash:ip\ncreate s hash:net\n', 2, 8, 'set s is created twice'],
