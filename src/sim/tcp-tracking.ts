@@ -150,8 +150,13 @@ export function trackTcp(track: TcpTrack, direction: 0 | 1, flags: number, seenR
     // The other end answers a SYN conntrack ignored: both ends are in sync where conntrack is
     // not, and it takes the handshake up again from SYN_RECV (nf_conntrack_proto_tcp.c
     // TCP_CONNTRACK_IGNORE case b); the packet counts (checked on Linux 6.18, seed 1590135354).
+    // The windows start again from that SYN (seen[last_dir] from the SYN, seen[dir] cleared):
+    // what either end sent before, a FIN among it, is behind them.
     old = sSS;
     next = sSR;
+    track.accepted = track.lastDir === 0 ? [1, 0] : [0, 1];
+    track.delivered = track.accepted;
+    track.closeInit = false;
   }
   if (next === sIG) {
     track.lastIndex = index;
