@@ -529,8 +529,6 @@ export function datatypeOf(expr: Expr): Datatype | undefined {
   }
 }
 
-/** The datatype named in a set declaration (`type ipv4_addr . inet_service`); undefined when a
- * name is unknown. Only names are known here, so `bits` is 0. */
 /** The datatype of a set's key or a map's data as declared: `type …` names, `typeof …` an
  * expression's. */
 export function keyTypeDatatype(key: KeyType | undefined): Datatype | undefined {
@@ -538,6 +536,8 @@ export function keyTypeDatatype(key: KeyType | undefined): Datatype | undefined 
   return key.kind === 'type' ? datatypeNamed(key.names) : datatypeOf(key.expr);
 }
 
+/** The datatype named in a set declaration (`type ipv4_addr . inet_service`); undefined when a
+ * name is unknown. Only names are known here, so `bits` is 0. */
 export function datatypeNamed(names: readonly string[]): Datatype | undefined {
   const parts: Datatype[] = [];
   for (const name of names) {

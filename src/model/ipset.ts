@@ -54,8 +54,8 @@ export interface IpSet {
   readonly name: string;
   /** `hash:ip,port`; a key of IPSET_TYPES. */
   readonly type: string;
-  /** inet or inet6 for the types of one family; undefined for bitmap:port and list:set, which
-   * serve both (NFPROTO_UNSPEC). */
+  /** inet or inet6 for the types of one family; undefined for bitmap:port, hash:mac and
+   * list:set, which serve both (NFPROTO_UNSPEC). */
   readonly family: 'inet' | 'inet6' | undefined;
   /** hash:ip's and bitmap:ip's `netmask`: elements and packets are whole networks of this prefix. */
   readonly netmask?: number;

@@ -14,9 +14,8 @@ import { tupleOf, type ConntrackTable, type CtTuple } from './conntrack-table.js
 import { TCP_STATE } from './tcp-tracking.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
-/** The connections `owner` counts once the packet's is added; undefined when the packet has no
- * tuple to count (nft_connlimit: NFT_BREAK). */
-export function countConnections(owner: object, ctx: SimContext): number | undefined {
+/** The connections `owner` counts once the packet's is added. */
+export function countConnections(owner: object, ctx: SimContext): number {
   const conn = ctx.conn;
   // Whether the counter still holds a connection that closed depends on when the kernel's
   // garbage collection ran, and a packet of one it dropped is itself dropped (insert_tree's
@@ -24,7 +23,8 @@ export function countConnections(owner: object, ctx: SimContext): number | undef
   const state = conn.entry?.tcp?.state;
   if (state === TCP_STATE.timeWait || state === TCP_STATE.close) throw new NotModelled('counting connections for a packet of a closed TCP connection (the kernel may have collected it, and then drops the packet)');
   const own = conn.entry?.original ?? conn.tuple ?? tupleOf(ctx.family, ctx.pkt, ctx.ct.zone);
-  if (!own) return undefined;
+  // An ICMP error has no tuple of its own here; the kernel counts one from its headers.
+  if (!own) throw new NotModelled('counting connections for a packet without a connection of its own (an ICMP error)');
   const counted = (ctx.dynamicSets.get(owner) ?? []) as readonly CtTuple[];
   const kept: CtTuple[] = [];
   for (let i = 0; i < counted.length; i++) {
@@ -51,7 +51,7 @@ function isCounted(t: CtTuple, table: ConntrackTable): boolean {
 /** `ct count N` holds for at most N connections, `ct count over N` for more. */
 export function isCtCountPassed(stmt: CtCountStmt, owner: object, ctx: SimContext): boolean {
   const count = countConnections(owner, ctx);
-  return count !== undefined && (stmt.over ? count > stmt.count : count <= stmt.count);
+  return stmt.over ? count > stmt.count : count <= stmt.count;
 }
 
 /** iptables' connlimit (xt_connlimit.c connlimit_mt): the connections of the packet's source (or
@@ -75,26 +75,18 @@ export function matchConnlimit(stmt: XtExtensionStmt, ctx: SimContext): boolean 
   if (limit === undefined) throw new NotModelled('iptables match connlimit without a limit');
   const bits = familyBits(ctx.family);
   const address = (daddr ? ctx.pkt.dst : ctx.pkt.src).n & prefixMask(bits, mask ?? bits);
-  const count = countConnections(keyOwner(stmt, `${address}/${ctx.ct.zone}`), ctx);
-  // No tuple: the match drops the packet (hotdrop); nftsim's packets always have one.
-  if (count === undefined) throw new NotModelled('iptables match connlimit of a packet without a tuple');
-  return count > limit !== invert;
+  return countConnections(keyOwner(stmt, `${address}/${ctx.ct.zone}`, ctx), ctx) > limit !== invert;
 }
 
-// A counter per connlimit statement and key.
-const KEY_OWNERS = new WeakMap<object, Map<string, object>>();
-
-function keyOwner(stmt: object, key: string): object {
-  let owners = KEY_OWNERS.get(stmt);
-  if (!owners) {
-    owners = new Map();
-    KEY_OWNERS.set(stmt, owners);
-  }
-  let owner = owners.get(key);
-  if (!owner) {
-    owner = { key };
-    owners.set(key, owner);
-  }
+/** The counter of a connlimit statement for a key: one object per key for the run, found through
+ * the run's state (a record per statement, a new one at each key it meets), so that nothing
+ * outlives the run. */
+function keyOwner(stmt: object, key: string, ctx: SimContext): object {
+  const owners = (ctx.dynamicSets.get(stmt)?.[0] as Readonly<Record<string, object>> | undefined) ?? {};
+  const known = owners[key];
+  if (known) return known;
+  const owner = { key };
+  ctx.dynamicSets.set(stmt, [{ ...owners, [key]: owner }]);
   return owner;
 }
 

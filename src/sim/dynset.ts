@@ -10,7 +10,8 @@
 // set's own ones included. What the run changed lives in its state (lookup-element.ts
 // DynamicSet), and each limit or quota of an element counts for that element alone.
 
-import type { ElementExpr, Expr, NamedSet, SetLiteral, SetOpStmt, SetRef, Stmt } from '../model/ast.js';
+import type { ElementExpr, Expr, NamedSet, SetLiteral, SetOpStmt, SetRef, Stmt, Table } from '../model/ast.js';
+import { memoByObject } from './memo-by-object.js';
 import { keyTypeDatatype, typeWith } from '../model/datatypes.js';
 import { evaluateExpr, namedSet, type RtValue } from './evaluate-expr.js';
 import { NO_MATCH, type RuleResult } from './evaluate-stmt.js';
@@ -67,15 +68,15 @@ function literalOf(value: RtValue, at: Expr): Expr {
   return { kind: 'literal', span: at.span, text: String(value), value: { type: 'bigint', hex: (value as bigint).toString(16) } };
 }
 
-/** The named set a lookup reads; undefined for a set literal. */
-export function namedOf(set: SetLiteral | SetRef, ctx: SimContext): NamedSet | undefined {
-  return set.kind === 'set-ref' ? namedSet(set.name, ctx) : undefined;
-}
+/** The set-level statements of a table's sets that have some, by name: most have none, and
+ * every lookup that finds an element asks. */
+const setStatementsOf = memoByObject((table: Table): ReadonlyMap<string, readonly Stmt[]> => new Map(table.sets.filter((s) => s.stmts.length > 0).map((s) => [s.name, s.stmts])));
 
-/** Runs the stateful statements of an element a dynset or a lookup found (its own, else the
- * set's): false when a limit or quota of them breaks the rule. */
-export function passesElementStatements(element: ElementExpr, named: NamedSet | undefined, ctx: SimContext): boolean {
-  const stmts = element.stmts !== undefined && element.stmts.length > 0 ? element.stmts : named?.stmts;
+/** Runs the stateful statements of an element a dynset or a lookup found in `set` (its own,
+ * else the set's): false when a limit or quota of them breaks the rule. */
+export function passesElementStatements(element: ElementExpr, set: NamedSet | SetLiteral | SetRef | undefined, ctx: SimContext): boolean {
+  const own = element.stmts !== undefined && element.stmts.length > 0 ? element.stmts : undefined;
+  const stmts = own ?? (set?.kind === 'set' && 'stmts' in set ? set.stmts : set?.kind === 'set-ref' ? setStatementsOf(ctx.table).get(set.name) : undefined);
   if (stmts === undefined || stmts.length === 0) return true;
   for (let i = 0; i < stmts.length; i++) {
     const stmt = stmts[i]!;

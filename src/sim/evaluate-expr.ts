@@ -12,7 +12,7 @@ import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
-import { namedOf, passesElementStatements } from './dynset.js';
+import { passesElementStatements } from './dynset.js';
 import { isAddrtypeMatch, matchAddrtype6 } from './match-addrtype.js';
 import { hasConntrackEntry, isIptablesRule, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 import { memoByObject } from './memo-by-object.js';
@@ -458,7 +458,7 @@ export function mapData(expr: Extract<Expr, { kind: 'map' }>, ctx: SimContext): 
   const key = evaluateExpr(expr.key, ctx);
   if (key === undefined) return undefined;
   const element = lookupElement(expr.map, key, expr.key, ctx);
-  if (!element?.data || !passesElementStatements(element, namedOf(expr.map, ctx), ctx)) return undefined;
+  if (!element?.data || !passesElementStatements(element, expr.map, ctx)) return undefined;
   return element.data;
 }
 
@@ -616,7 +616,7 @@ export function matchRelational(rel: Relational, ctx: SimContext): boolean {
       // (nft_lookup_eval: an inverted lookup that finds one breaks first).
       const element = lookupElement(right, left, rel.left, ctx);
       if (element === undefined) return negated;
-      return !negated && passesElementStatements(element, namedOf(right, ctx), ctx);
+      return !negated && passesElementStatements(element, right, ctx);
     }
     case 'flag-list': {
       let mask = 0n;

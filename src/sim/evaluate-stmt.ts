@@ -10,7 +10,7 @@ import { HOST_KEY } from './route-rules.js';
 import { constantOf, evaluateExpr, mapData, matchRelational, readMapData, type RtValue } from './evaluate-expr.js';
 import { invertTransport, IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
 import { lookupElement } from './lookup-element.js';
-import { evaluateSetOp, namedOf, passesElementStatements } from './dynset.js';
+import { evaluateSetOp, passesElementStatements } from './dynset.js';
 import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
@@ -162,7 +162,7 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       if (key === undefined) return NO_MATCH;
       const element = lookupElement(stmt.map, key, stmt.key, ctx);
       const data = element?.data;
-      if (!data || !passesElementStatements(element, namedOf(stmt.map, ctx), ctx)) return NO_MATCH;
+      if (!data || !passesElementStatements(element, stmt.map, ctx)) return NO_MATCH;
       if (data.kind !== 'verdict') throw new NotModelled('verdict map element without a verdict');
       return verdictResult(data.verdict, data.target, ctx);
     }
@@ -739,7 +739,10 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
         addressValue = { low: both[0], high: both[0] };
         portValue = { low: both[1], high: both[1] };
         portExpr = undefined;
-      } else if (both === undefined) return undefined;
+        // The address alone: kept, so that the element (and its statements) is not looked up
+        // again below.
+      } else if (typeof both === 'bigint') addressValue = { low: both, high: both };
+      else if (both === undefined) return undefined;
     }
   }
   let own: Address | undefined;

@@ -364,9 +364,12 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
   // confirmed one's rules told conntrack to expect is related (init_conntrack: IPS_EXPECTED).
   if (!conn.explicit) {
     ctx.ct.state = entrylessState(p.l4proto, p.tcpFlags, p.icmpType);
-    if (ctx.ct.state === 'new' && tuple && conn.table.takeExpectation(tuple)) {
+    const expectation = ctx.ct.state === 'new' && tuple ? conn.table.takeExpectation(tuple) : undefined;
+    if (expectation) {
       ctx.ct.state = 'related';
       ctx.ct.status |= IPS.expected;
+      // init_conntrack: the expected connection takes its master's mark.
+      ctx.ct.mark = expectation.master.mark;
     }
   }
   if (!tuple) {

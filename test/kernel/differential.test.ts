@@ -2163,6 +2163,30 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows of conntra
       rulesets: rules('table ip f {\n  chain a {\n    meta mark set mark or 0x100\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    ct state new ct mark set udp dport map { 53 : 0x1, 80 : 0x2 }\n    ct mark vmap { 0x1 : jump a, 0x2 : drop }\n  }\n}\n'),
       packets: [udp, { reply: true }, udp],
     },
+    // From a review: a NAT map element's limit runs once per packet (nft_lookup), a set-level ct
+    // count alone enables no conntrack (each packet's count is its own), an expected connection
+    // takes its master's mark (init_conntrack), and rules of one hashlimit name share the first
+    // one's settings (htable_find_get).
+    {
+      name: 'a NAT map element with a limit: counted once per packet',
+      rulesets: rules('table ip nat {\n  map m {\n    type ipv4_addr : ipv4_addr\n    limit rate 1/hour burst 2 packets\n    elements = { 198.51.100.20 : 198.51.100.30 }\n  }\n  chain pre {\n    type nat hook prerouting priority dstnat; policy accept;\n    dnat to ip daddr map @m\n  }\n}\n'),
+      packets: [udp, { ...udp, sport: 40001 }, { ...udp, sport: 40002 }],
+    },
+    {
+      name: 'a set-level ct count alone enables no conntrack',
+      rulesets: rules('table ip f {\n  set s {\n    type ipv4_addr\n    ct count over 1\n    elements = { 192.0.2.1 }\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    ip saddr @s meta mark set 0x1\n  }\n}\n'),
+      packets: [udp, { ...udp, sport: 40001 }],
+    },
+    {
+      name: 'an expected connection takes its master\'s ct mark',
+      rulesets: rules('table ip f {\n  ct expectation e {\n    protocol udp\n    dport 5000\n    timeout 1m\n    size 8\n    l3proto ip\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    ct state new udp dport 53 ct mark set 0x7 ct expectation set "e"\n    ct state related ct mark 0x7 meta mark set 0x1\n  }\n}\n'),
+      packets: [udp, { iif: 'eth1', src: '198.51.100.20', dst: '192.0.2.1', protocol: 'udp', sport: 41000, dport: 5000 }],
+    },
+    {
+      name: 'rules of one hashlimit name take the settings of the first',
+      rulesets: ipt('*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -p udp --sport 40000 -m hashlimit --hashlimit-upto 1/hour --hashlimit-burst 1 --hashlimit-mode srcip --hashlimit-name hx -j MARK --set-xmark 0x1/0x1\n-A FORWARD -p udp --sport 40001 -m hashlimit --hashlimit-upto 1/hour --hashlimit-burst 5 --hashlimit-mode dstport --hashlimit-name hx -j MARK --set-xmark 0x2/0x2\nCOMMIT\n'),
+      packets: [udp, { ...udp, sport: 40001 }, { ...udp, sport: 40001, dst: '198.51.100.30' }],
+    },
     // A SYN on an established connection is ignored; the answer to it (a SYN-ACK acknowledging
     // it) takes the handshake up again from SYN_RECV and counts (nf_conntrack_proto_tcp.c
     // TCP_CONNTRACK_IGNORE case b; seed 1590135354).

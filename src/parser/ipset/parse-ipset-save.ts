@@ -114,7 +114,8 @@ function readCreate(name: string, type: Word, options: readonly Word[], at: Span
     fail(`unknown set type "${type.text}" (ipset(8) lists ${[...IPSET_TYPES.keys()].join(', ')})`, type.start, type.end);
     return undefined;
   }
-  let family: IpSet['family'] = type.text === 'bitmap:port' || type.text === 'list:set' ? undefined : 'inet';
+  // bitmap:port, hash:mac and list:set serve both families (NFPROTO_UNSPEC).
+  let family: IpSet['family'] = type.text === 'bitmap:port' || type.text === 'hash:mac' || type.text === 'list:set' ? undefined : 'inet';
   // The family first, wherever it stands: the masks are read in it.
   const familyAt = options.findIndex((o) => o.text === 'family');
   if (familyAt >= 0) {
