@@ -23,7 +23,7 @@
 //   NFT_PAYLOAD_L4CSUM_PSEUDOHDR). A raw payload statement, or one of `th`, leaves the checksum
 //   fields as they were (no csum_type); the kernel's later updates (NAT, named fields) are
 //   incremental, so a field keeps its lag behind the true checksum from then on (StoredHeaders
-//   checksumSkew). Not modelled: the SCTP (crc32c) and DCCP checksums; a locally generated
+//   checksumLag). Not modelled: the SCTP (crc32c) and DCCP checksums; a locally generated
 //   TCP/UDP packet's checksum, which the kernel leaves partial for the device (CHECKSUM_PARTIAL).
 // - the link layer header exists only for a packet received on an interface (nft_payload.c:
 //   no mac header → NFT_BREAK); its ethertype is known, its MAC addresses are not in the host
@@ -33,7 +33,7 @@ import type { Payload, RawPayload } from '../model/ast.js';
 import type { AddressFamily } from './address.js';
 import { hasIcmpId, portBounds } from './conntrack-table.js';
 import { L4_NUMBERS } from './packet.js';
-import { NotModelled, type ChecksumSkew, type PacketState, type SimContext, type StoredHeaders } from './sim-context.js';
+import { NotModelled, type ChecksumLag, type PacketState, type SimContext, type StoredHeaders } from './sim-context.js';
 
 type Base = 'll' | 'nh' | 'th' | 'ih';
 
@@ -159,7 +159,7 @@ export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredH
     writeBigint(nh, 12, 4, p.src.n);
     writeBigint(nh, 16, 4, p.dst.n);
     view.setUint16(10, 0);
-    view.setUint16(10, skewed(internetChecksum([nh]), stored?.checksumSkew?.nh));
+    view.setUint16(10, lagged(internetChecksum([nh]), stored?.checksumLag?.nh, false));
   } else {
     view.setUint32(0, (6 << 28) | (p.dscp << 22) | (view.getUint32(0) & 0x003fffff));
     view.setUint16(4, p.length - nh.length);
@@ -202,20 +202,29 @@ export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredH
     // ICMPv4's checksum covers the message only; the others add the pseudo-header (RFC 768, 793,
     // 4443); a UDP checksum of 0 is sent as 0xffff.
     const parts = p.l4proto === 1 ? [th] : [pseudoHeader(nh, family, p.l4proto, l4Length), th];
-    const sum = skewed(internetChecksum(parts), stored?.checksumSkew?.th);
-    tv.setUint16(checksumAt, p.l4proto === 17 && sum === 0 ? 0xffff : sum);
+    const udp = p.l4proto === 17;
+    const lag = stored?.checksumLag?.th;
+    const sum = internetChecksum(parts);
+    tv.setUint16(checksumAt, lag ? lagged(sum, lag, udp) : udp && sum === 0 ? 0xffff : sum);
   }
-  return { nh, th, ...(stored?.checksumSkew && { checksumSkew: stored.checksumSkew }) };
+  return { nh, th, ...(stored?.checksumLag && { checksumLag: stored.checksumLag }) };
 }
 
-/** A true checksum as the field shows it, lagging by `skew`. */
-function skewed(checksum: number, skew: number | undefined): number {
-  return skew === undefined ? checksum : onesSubtract(checksum, skew);
+/** The field a raw write left (`lag.field`, when the true checksum was `lag.truth`) as the
+ * kernel's incremental updates since move it (inet_proto_csum_replace*: ~(~field + new - old)
+ * of the data, so ~(~field + ~truth + lag.truth) of the checksums), a UDP field of 0 included
+ * (checked on Linux 6.18: a named write after a raw one of 0 moves it); one an update makes 0 is
+ * 0xffff for UDP. */
+function lagged(truth: number, lag: { readonly field: number; readonly truth: number } | undefined, udp: boolean): number {
+  if (!lag) return truth;
+  if (truth === lag.truth) return lag.field;
+  const field = ~onesAdd(onesAdd(~lag.field & 0xffff, ~truth & 0xffff), lag.truth) & 0xffff;
+  return udp && field === 0 ? 0xffff : field;
 }
 
-/** a - b in 16-bit ones' complement, as checksums are updated (RFC 1624). */
-function onesSubtract(a: number, b: number): number {
-  const sum = a + (~b & 0xffff);
+/** a + b in 16-bit ones' complement (the end-around carry). */
+function onesAdd(a: number, b: number): number {
+  const sum = a + b;
   return (sum & 0xffff) + (sum >>> 16);
 }
 
@@ -498,19 +507,20 @@ function writeLocation(loc: FieldLocation, value: bigint, raw: boolean, ctx: Sim
   if (raw && (readBits(nh, 0, 4) !== (ctx.family === 'ip' ? 4n : 6n) || (ctx.family === 'ip' && readBits(nh, 4, 4) !== 5n))) {
     throw new NotModelled('a raw payload statement changing the IP version or header length');
   }
-  readBack(ctx, nh, th, headers.checksumSkew);
-  if (raw) p.headers = { nh, th, checksumSkew: skewAfterRawWrite(ctx, nh, th) };
+  readBack(ctx, nh, th, headers.checksumLag);
+  if (raw) p.headers = { nh, th, checksumLag: lagAfterRawWrite(ctx, nh, th) };
   if (kept) Object.assign(p, kept);
 }
 
 /** The checksum fields as a raw write left them against the true checksums of the headers it
  * made. */
-function skewAfterRawWrite(ctx: SimContext, nh: Uint8Array, th: Uint8Array): ChecksumSkew {
+function lagAfterRawWrite(ctx: SimContext, nh: Uint8Array, th: Uint8Array): ChecksumLag {
   const truth = serialiseHeaders(ctx.family, { ...ctx.pkt, headers: { nh, th } });
   const field = (bytes: Uint8Array, at: number | undefined): number => (at === undefined || bytes.length < at + 2 ? 0 : (bytes[at]! << 8) | bytes[at + 1]!);
   const nhAt = ctx.family === 'ip' ? 10 : undefined;
   const thAt = CHECKSUM_AT[ctx.pkt.l4proto];
-  return { nh: onesSubtract(field(truth.nh, nhAt), field(nh, nhAt)), th: onesSubtract(field(truth.th, thAt), field(th, thAt)) };
+  const lagOf = (at: number | undefined, written: Uint8Array, computed: Uint8Array) => (at === undefined ? undefined : { field: field(written, at), truth: field(computed, at) });
+  return { nh: lagOf(nhAt, nh, truth.nh), th: lagOf(thAt, th, truth.th) };
 }
 
 type Ranged = { -readonly [K in (typeof PORTS_AT)[number][0]]?: number | string };
@@ -530,7 +540,7 @@ function keptPorts(picked: Ranged, bit: number, length: number): Ranged {
 }
 
 /** Takes the packet state's fields from rewritten headers and keeps the headers for the rest. */
-function readBack(ctx: SimContext, nh: Uint8Array, th: Uint8Array, checksumSkew: ChecksumSkew | undefined): void {
+function readBack(ctx: SimContext, nh: Uint8Array, th: Uint8Array, checksumLag: ChecksumLag | undefined): void {
   const p = ctx.pkt;
   const family = ctx.family;
   const nv = new DataView(nh.buffer);
@@ -560,5 +570,5 @@ function readBack(ctx: SimContext, nh: Uint8Array, th: Uint8Array, checksumSkew:
     p.icmpCode = th[1]!;
     p.icmpId = hasIcmpId(p.l4proto, p.icmpType) && th.length >= 6 ? tv.getUint16(4) : undefined;
   }
-  p.headers = { nh, th, ...(checksumSkew && { checksumSkew }) };
+  p.headers = { nh, th, ...(checksumLag && { checksumLag }) };
 }

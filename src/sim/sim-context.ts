@@ -55,19 +55,19 @@ export interface PacketState {
   tcpMss?: number;
 }
 
-/** The serialised network and transport headers (packet-bytes.ts). `checksumSkew`: how far
- * the IPv4 header's (`nh`) and the transport header's (`th`) checksum fields lag behind the
- * headers' true checksums, in ones' complement, since a raw payload statement changed bytes
- * without the checksum update nft asks for named fields. */
+/** The serialised network and transport headers (packet-bytes.ts). `checksumLag`: the IPv4
+ * header's (`nh`) and the transport header's (`th`) checksum fields as a raw payload statement
+ * left them, beside the headers' true checksums then, which the kernel's later updates move the
+ * fields from. */
 export interface StoredHeaders {
   readonly nh: Uint8Array;
   readonly th: Uint8Array;
-  readonly checksumSkew?: ChecksumSkew;
+  readonly checksumLag?: ChecksumLag;
 }
 
-export interface ChecksumSkew {
-  readonly nh: number;
-  readonly th: number;
+export interface ChecksumLag {
+  readonly nh: { readonly field: number; readonly truth: number } | undefined;
+  readonly th: { readonly field: number; readonly truth: number } | undefined;
 }
 
 /** A conntrack tuple's addresses and ports; a port NAT picked at random is its range's text. */

@@ -108,6 +108,10 @@ function echo6ChecksumOf(src = '2001:db8:1::99', id = 40000): number {
 // bitwise tests, payload statements and checksums, options, hashes, fib, rt, meta and ct keys,
 // limits, NAT forms), each checked against the kernel.
 const NFT_FEATURES: readonly ExpressionCase[] = [
+  // A UDP checksum a raw write set to 0 reads 0; a named write after it moves it.
+  { name: 'a UDP checksum set to 0 by a raw write reads 0', rules: '@th,48,16 set 0\n    udp checksum 0 accept', packet: UDP },
+  { name: 'a UDP checksum set to 0 by a raw write, then a named write', rules: '@th,48,16 set 0\n    udp dport set 5353\n    udp checksum != 0 accept', packet: UDP },
+  { name: 'a raw write of a TCP checksum, then a named write moves it', rules: `@th,128,16 set 0x1234\n    tcp dport set 8080\n    tcp checksum != 0x1234 accept`, packet: SYN },
   // ip_forward sets skb->priority from the TOS byte before the forward hook; ip6_forward does not.
   { name: 'meta priority set at prerouting is reset by IPv4 forwarding', rules: 'meta priority 0:0 accept', packet: SYN, extra: RAW_PRE('meta priority set 1:2') },
   { name: 'meta priority set at prerouting stays on IPv6 forwarding', rules: 'meta priority 1:2 accept', packet: SYN6, extra: RAW_PRE('meta priority set 1:2') },

@@ -88,6 +88,16 @@ describe('payload statements change what later matches see (nft_payload_set)', (
     expect(o.trace.filter((e) => e.kind === 'unsupported')).toEqual([]);
     expect(o.mark).toBe(checksum);
   });
+
+  // A UDP checksum a raw write set to 0 reads back 0 (kernel row "a UDP checksum set to 0 by a
+  // raw write reads 0").
+  it.each([
+    ['a raw write of 0 reads back 0', '@th,48,16 set 0', '0x00000000'],
+  ])('%s', (_, writes, checksum) => {
+    const o = simulateOne(`table inet t {\n\tchain c {\n\t\ttype filter hook input priority 0;\n\t\t${writes} meta mark set udp checksum\n\t}\n}\n`, { ...LOCAL, protocol: 'udp', dport: 53 });
+    expect(o.trace.filter((e) => e.kind === 'unsupported')).toEqual([]);
+    expect(o.mark).toBe(checksum);
+  });
 });
 
 describe('limit and quota in a freshly loaded ruleset (nft_limit.c, nft_quota.c)', () => {
