@@ -1,5 +1,6 @@
 import { Command, CommanderError, Option } from 'commander';
 import { formatRuleset } from '../model/format-ruleset.js';
+import { commentedOut, formatIpsetSave } from '../model/format-ipset-save.js';
 import { isError } from '../model/diagnostic.js';
 import { formatDiagnostic } from '../report/format-diagnostic.js';
 import { loadInputs } from './read-inputs.js';
@@ -47,7 +48,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
         exitCode = EXIT_INPUT;
         return;
       }
-      io.out(opts.json ? `${JSON.stringify(ruleset, null, 2)}\n` : formatRuleset(ruleset, { handles: opts.handles }));
+      io.out(opts.json ? `${JSON.stringify(ruleset, null, 2)}\n` : `${formatRuleset(ruleset, { handles: opts.handles })}${commentedOut(formatIpsetSave(ruleset.ipsets ?? []))}`);
     });
 
   addRunCommand(program, io, (code) => (exitCode = code));

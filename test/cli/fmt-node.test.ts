@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
@@ -41,5 +42,19 @@ describe('nftsim fmt with an nft listing and an iptables-save dump', () => {
     expect(result.out).toContain(formatRuleset({ kind: 'ruleset', tables: [filter] }));
     expect(result.out).toContain('\t\tiifname "wt0" accept\n\t\toifname "wt0" ct state established,related accept\n');
     expect(result.err).toContain('iptables-nft-save could not list this table');
+  });
+});
+
+describe('nftsim fmt with an ipset save input', () => {
+  it('lists the ipsets after the tables as commented-out ipset save lines, so nft -f still loads it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'nftsim-fmt-'));
+    const dump = join(dir, 'iptables.save');
+    const sets = join(dir, 'node.ipset');
+    writeFileSync(dump, '*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m set --match-set allowed src -j ACCEPT\nCOMMIT\n');
+    writeFileSync(sets, 'create allowed hash:net family inet hashsize 1024 maxelem 65536\nadd allowed 10.0.0.0/8\nadd allowed 10.1.0.0/16 nomatch\n');
+    const result = await fmt(dump, sets);
+    expect(result.code).toBe(0);
+    expect(result.out.endsWith('# ipsets (ipset save)\n# create allowed hash:net family inet hashsize 1024 maxelem 65536\n# add allowed 10.0.0.0/8\n# add allowed 10.1.0.0/16 nomatch\n')).toBe(true);
+    expect(parseRuleset(result.out).diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
   });
 });
