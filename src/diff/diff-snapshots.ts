@@ -2,6 +2,7 @@
 // which lint findings are new or resolved, and which structural changes deserve a look.
 
 import type { Ruleset, Stmt } from '../model/ast.js';
+import type { IpSet } from '../model/ipset.js';
 import type { Diagnostic } from '../model/diagnostic.js';
 import { isIptablesNftTable } from '../model/iptables-nft-chains.js';
 import { parseRuleset } from '../parser/parse-ruleset.js';
@@ -46,7 +47,7 @@ export interface ChangedFlow {
 }
 
 export interface StructuralChange {
-  readonly kind: 'table-added' | 'table-removed' | 'base-chain-added' | 'base-chain-removed' | 'base-chain-changed' | 'rule-added' | 'rule-removed';
+  readonly kind: 'table-added' | 'table-removed' | 'base-chain-added' | 'base-chain-removed' | 'base-chain-changed' | 'rule-added' | 'rule-removed' | 'ipset-changed';
   readonly level: Severity;
   readonly message: string;
   readonly at?: Loc;
@@ -308,6 +309,31 @@ function diffStructure(rulesets: readonly [Ruleset, Ruleset], indexes: readonly 
     for (const [name, chain] of bb) if (!ab.has(name)) out.push({ kind: 'base-chain-removed', level: 'info', message: `base chain ${key} ${name} removed`, at: loc(chain.span) });
   }
   out.push(...foreignRules(indexes[1], indexes[0], 'rule-added', tables[0], changed), ...foreignRules(indexes[0], indexes[1], 'rule-removed', tables[1], changed));
+  out.push(...ipsetChanges(rulesets));
+  return out;
+}
+
+/** ipsets created, dropped, or whose elements changed (probes are not made from their elements:
+ * a changed set says which flows to look at). */
+function ipsetChanges(rulesets: readonly [Ruleset, Ruleset]): StructuralChange[] {
+  const [before, after] = rulesets.map((r) => new Map((r.ipsets ?? []).map((s) => [s.name, s])));
+  const text = (set: IpSet): Set<string> => new Set(set.elements.map((e) => `${e.text}${e.nomatch ? ' nomatch' : ''}`));
+  const out: StructuralChange[] = [];
+  for (const [name, set] of after!) {
+    const old = before!.get(name);
+    if (!old) {
+      out.push({ kind: 'ipset-changed', level: 'info', message: `ipset ${name} (${set.type}) created with ${set.elements.length} elements` });
+      continue;
+    }
+    const [was, is] = [text(old), text(set)];
+    const added = [...is].filter((e) => !was.has(e));
+    const removed = [...was].filter((e) => !is.has(e));
+    if (added.length === 0 && removed.length === 0 && old.type === set.type) continue;
+    const list = (items: readonly string[]) => `${items.slice(0, 5).join(', ')}${items.length > 5 ? `, … (${items.length})` : ''}`;
+    const parts = [...(old.type !== set.type ? [`type ${old.type} → ${set.type}`] : []), ...(added.length > 0 ? [`added ${list(added)}`] : []), ...(removed.length > 0 ? [`removed ${list(removed)}`] : [])];
+    out.push({ kind: 'ipset-changed', level: 'warning', message: `ipset ${name}: ${parts.join('; ')}` });
+  }
+  for (const [name, set] of before!) if (!after!.has(name)) out.push({ kind: 'ipset-changed', level: 'warning', message: `ipset ${name} (${set.type}) no longer created` });
   return out;
 }
 

@@ -24,7 +24,8 @@ export interface IndexedChain {
   readonly base: string;
   /** A digest of what its rules may refer to by name in its table: the sets and maps with their
    * declarations and elements, and the stateful objects (kube-proxy's nftables mode has sets of
-   * megabytes: compared once per chain, their text would be). */
+   * megabytes: compared once per chain, their text would be); and the ipsets its iptables rules
+   * name. */
   readonly named: string;
 }
 
@@ -75,9 +76,11 @@ export function ruleText(rule: Rule, family: Family): string {
  * printed again: the printer's output depends on nothing else. */
 export function indexRules(ruleset: Ruleset, other?: RuleIndex): RuleIndex {
   const chains = new Map<string, IndexedChain>();
+  const ipsets = ipsetDigestsOf(ruleset);
   for (const table of ruleset.tables) {
-    const named = namedDigest(table);
+    const tableNamed = namedDigest(table);
     for (const chain of table.chains) {
+      const named = ipsets.size === 0 ? tableNamed : `${tableNamed}${namedIpsets(chain, ipsets)}`;
       const ck = chainKey(table.family, table.name, chain.name);
       const base = chain.base ? `${chain.base.type} ${chain.base.hook} ${chain.base.priority.value ?? chain.base.priority.offset} ${chain.base.policy ?? 'accept'} ${chain.base.devices.join(',')}` : '';
       const twins = other?.chains.get(ck)?.rules;
@@ -154,6 +157,37 @@ function isSameTree(a: unknown, b: unknown): boolean {
   }
   for (const key in y) if (key !== 'span') keys--;
   return keys === 0;
+}
+
+/** By ipset name, a digest of the set and of the sets a list:set holds: its declaration and its
+ * elements in any order (ipset save lists a hash in its own order, which two captures of the
+ * same set need not share). */
+function ipsetDigestsOf(ruleset: Ruleset): ReadonlyMap<string, string> {
+  const sets = new Map((ruleset.ipsets ?? []).map((s) => [s.name, s]));
+  const own = new Map<string, string>();
+  for (const [name, set] of sets) {
+    const hash = createHash('sha1');
+    hash.update(`${set.type} ${set.family ?? ''} ${set.netmask ?? ''} ${set.bitmask ?? ''};`);
+    for (const e of set.elements.map((e) => `${e.text}${e.nomatch ? ' nomatch' : ''}`).sort()) hash.update(`${e},`);
+    own.set(name, hash.digest('base64'));
+  }
+  const digests = new Map<string, string>();
+  for (const [name, set] of sets) {
+    const members = set.type === 'list:set' ? set.elements.map((e) => own.get(e.text) ?? '') : [];
+    digests.set(name, [own.get(name), ...members].join('+'));
+  }
+  return digests;
+}
+
+/** The digests of the ipsets a chain's iptables rules name (`--match-set`, SET's sets). */
+function namedIpsets(chain: Chain, digests: ReadonlyMap<string, string>): string {
+  const names = new Set<string>();
+  for (const rule of chain.rules) {
+    for (const stmt of rule.stmts) {
+      if (stmt.kind === 'xt-extension') for (const o of stmt.options) if (o.value.type === 'ipset') names.add(o.value.set);
+    }
+  }
+  return [...names].map((n) => `|${n}:${digests.get(n) ?? ''}`).join('');
 }
 
 /** A digest of a table's sets (declaration and elements) and stateful objects, places left out. */

@@ -110,3 +110,26 @@ describe('indexRules: a chain is the same on both sides', () => {
     expect(isSameChain(chainOf(a), chainOf(b))).toBe(same);
   });
 });
+
+describe('ipsets between two snapshots', () => {
+  const dump = { text: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A INPUT -m set --match-set blocked src -j DROP\nCOMMIT\n', file: 'iptables.save' };
+  const snapshot = (label: string, elements: readonly string[]): Snapshot => ({
+    label,
+    sources: [dump, { text: `create blocked hash:ip family inet\n${elements.map((e) => `add blocked ${e}\n`).join('')}`, file: 'node.ipset' }],
+    host: { interfaces: [{ name: 'eth0', addresses: ['192.0.2.10/24'] }], routes: [{ dst: 'default', via: '192.0.2.1', dev: 'eth0' }] },
+  });
+
+  it('the same elements in another order change nothing', () => {
+    const d = diffSnapshots(snapshot('before', ['192.0.2.7', '192.0.2.8']), snapshot('after', ['192.0.2.8', '192.0.2.7'])).diff!;
+    expect(d.structural).toEqual([]);
+  });
+
+  it('says which elements a set gained and lost, and the chains naming it are no longer taken as unchanged', () => {
+    const [before, after] = [snapshot('before', ['192.0.2.7']), snapshot('after', ['192.0.2.8'])];
+    const d = diffSnapshots(before, after).diff!;
+    expect(d.structural).toEqual([{ kind: 'ipset-changed', level: 'warning', message: 'ipset blocked: added 192.0.2.8; removed 192.0.2.7' }]);
+    const rulesets = [before, after].map((s) => parseRuleset(s.sources).ruleset);
+    const [b, a] = [indexRules(rulesets[0]!), indexRules(rulesets[1]!)];
+    expect(isSameChain(b.chains.get('ip filter INPUT')!, a.chains.get('ip filter INPUT')!)).toBe(false);
+  });
+});
