@@ -10,7 +10,8 @@
 // many were kept; probes derived from a rule of a chain that differs between the sides are
 // never sampled out (they are the ones most likely to change).
 
-import type { Chain, Expr, Rule, Ruleset, Stmt, Table } from '../model/ast.js';
+import type { Chain, Expr, Rule, Ruleset, Stmt, Table, XtExtensionStmt } from '../model/ast.js';
+import { IPSET_TYPES, type IpSet } from '../model/ipset.js';
 import { familyBits, formatAddress, parseAddress, parseCidr, prefixMask, type Address, type AddressFamily } from '../sim/address.js';
 import { lookupRoute, primaryAddress, type Host } from '../sim/host.js';
 import type { PacketInput } from '../sim/packet.js';
@@ -259,6 +260,7 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
   // loop that is not yet optimised makes an iterator and a result object per step.
   for (let side = 0; side < rulesets.length; side++) {
     const tables = rulesets[side]!.tables;
+    const ipsets = new Map((rulesets[side]!.ipsets ?? []).map((s) => [s.name, s]));
     for (let t = 0; t < tables.length; t++) {
       const table = tables[t]!;
       if (table.family === 'arp' || table.family === 'bridge') continue;
@@ -278,7 +280,7 @@ export function deriveProbes(rulesets: readonly Ruleset[], host: Host, options: 
         const at = first && !changedHere.has(chain.name) ? first.at.get(chain.name) : undefined;
         const twin = at !== undefined && first!.facts[at]!.length === chain.rules.length ? at : -1;
         twinAt.push(twin);
-        facts.push(twin >= 0 ? first!.facts[twin]! : chain.rules.map((rule) => factsOf(rule, table)));
+        facts.push(twin >= 0 ? first!.facts[twin]! : chain.rules.map((rule) => factsOf(rule, table, ipsets)));
       }
       const contexts = contextsOf(table, facts);
       if (side === 0 && twins) twins.set(tableKey, twins.has(tableKey) ? null : { names: list.map((c) => c.name), at: new Map(list.map((c, i) => [c.name, i])), facts, contexts });
@@ -649,9 +651,9 @@ const NONE: readonly never[] = [];
 const NO_DEST: Dest = { addrs: NONE, local: false, protos: NONE, ports: NONE };
 const NO_FACTS: Facts = { iif: NONE, saddr: NONE, marks: NONE, dest: NO_DEST, tuples: NONE, jumps: NONE, ownDests: NONE };
 
-function factsOf(rule: Rule, table: Table): Facts {
+function factsOf(rule: Rule, table: Table, ipsets: ReadonlyMap<string, IpSet>): Facts {
   const draft: FactsDraft = { local: false };
-  for (let i = 0; i < rule.stmts.length; i++) readStmt(rule.stmts[i]!, table, draft);
+  for (let i = 0; i < rule.stmts.length; i++) readStmt(rule.stmts[i]!, table, ipsets, draft);
   // The protocols alone are no destination: a rule's destination counts only when it has
   // addresses, ports or `local` (hasDest).
   const own: Dest = draft.local || draft.addrs || draft.ports ? { addrs: draft.addrs ?? NONE, local: draft.local, protos: draft.protos ?? NONE, ports: draft.ports ?? NONE } : NO_DEST;
@@ -661,8 +663,11 @@ function factsOf(rule: Rule, table: Table): Facts {
   return { iif: iif ?? NONE, saddr: saddr ?? NONE, marks: marks ?? NONE, dest: own, tuples: tuples ?? NONE, jumps: jumps ?? NONE, ownDests };
 }
 
-function readStmt(stmt: Stmt, table: Table, draft: FactsDraft): void {
+function readStmt(stmt: Stmt, table: Table, ipsets: ReadonlyMap<string, IpSet>, draft: FactsDraft): void {
   switch (stmt.kind) {
+    case 'xt-extension':
+      if (stmt.type === 'match' && stmt.name === 'set') readIpsetMatch(stmt, ipsets, draft);
+      return;
     case 'match': {
       const { left, right } = stmt.expr;
       readMatch(left, right, table, draft);
@@ -743,6 +748,34 @@ function readLookup(key: Expr, map: Expr, table: Table, draft: FactsDraft): void
     const data = element.data;
     const target = data?.kind === 'verdict' && (data.verdict === 'jump' || data.verdict === 'goto') ? data.target : undefined;
     if (hasDest(dest)) (draft.tuples ??= []).push({ dest, ...(target !== undefined && { target }) });
+  }
+}
+
+/** iptables' `-m set --match-set NAME FLAGS`: each element of the set is a destination of its own
+ * (its destination address and port parts, by the flags), and its source address parts are
+ * sources. */
+function readIpsetMatch(stmt: XtExtensionStmt, ipsets: ReadonlyMap<string, IpSet>, draft: FactsDraft): void {
+  for (const o of stmt.options) {
+    if (o.value.type !== 'ipset') continue;
+    const set = ipsets.get(o.value.set);
+    const dimensions = set && IPSET_TYPES.get(set.type);
+    if (!set || !dimensions) continue;
+    const directions = o.value.directions;
+    for (const element of set.elements) {
+      const dest = { addrs: [] as AddrInterval[], local: false, protos: [] as number[], ports: [] as [number, number][] };
+      element.parts.forEach((part, i) => {
+        const src = directions[i] === 'src';
+        if (part.kind === 'address') {
+          const interval = addressInterval({ kind: 'prefix', span: stmt.span, expr: { kind: 'literal', span: stmt.span, text: part.address }, length: part.prefix });
+          if (src) (draft.saddr ??= []).push(...interval);
+          else dest.addrs.push(...interval);
+        } else if (part.kind === 'port' && !src && part.protocol !== 1 && part.protocol !== 58) {
+          dest.ports.push([part.port, part.port]);
+          if (part.protocol >= 0) dest.protos.push(part.protocol);
+        }
+      });
+      if (hasDest(dest)) (draft.tuples ??= []).push({ dest });
+    }
   }
 }
 

@@ -124,6 +124,11 @@ describe('ipsets between two snapshots', () => {
     expect(d.structural).toEqual([]);
   });
 
+  it('derives probes from the elements, so a flow a set now drops is a changed flow', () => {
+    const d = diffSnapshots(snapshot('before', ['192.0.2.7']), snapshot('after', ['192.0.2.7', '192.0.2.8'])).diff!;
+    expect(d.changedFlows.map((f) => [f.probe.src, f.before.outcomes[0]!.disposition, f.after.outcomes[0]!.disposition])).toContainEqual(['192.0.2.8', 'delivered', 'dropped']);
+  });
+
   it('says which elements a set gained and lost, and the chains naming it are no longer taken as unchanged', () => {
     const [before, after] = [snapshot('before', ['192.0.2.7']), snapshot('after', ['192.0.2.8'])];
     const d = diffSnapshots(before, after).diff!;
