@@ -286,6 +286,10 @@ export interface Literal {
   readonly text: string;
   /** Written in double quotes. */
   readonly quoted?: boolean;
+  /** Listed as its bits: nft 1.0.6 prints `0x1f90 [invalid type]` for the values of some keys
+   * it cannot type (`ct original proto-dst`, typeof keys of dynamic sets), the key's bytes as one
+   * big-endian number. `text` is the number alone. */
+  readonly invalidType?: boolean;
   /** The nft datatype name once typed from context (`mark`, `inet_service`, `dscp`…). */
   readonly dtype?: string;
   readonly value?: Value;

@@ -694,6 +694,7 @@ export function typeLiteral(lit: Literal, dtype: string): Literal {
   // One literal per case rather than spreads: iptables lowering types a literal or more per
   // rule of a 240,000-line dump, and a spread copy costs a second object (and its own shape).
   const { span, text } = lit;
+  if (lit.invalidType) return { kind: 'literal', span, text, invalidType: true, dtype, ...(value && { value }) };
   if (lit.quoted) {
     return value === undefined ? { kind: 'literal', span, text, dtype, quoted: true } : { kind: 'literal', span, text, dtype, quoted: true, value };
   }
@@ -886,6 +887,7 @@ function readValue(lit: Literal, dtype: string): Value | undefined {
   const info = DATATYPES[dtype];
   if (!info) return undefined;
   const text = lit.text;
+  if (lit.invalidType) return readBits(text, info.shape);
   switch (info.shape) {
     case 'integer':
     case 'xinteger':
@@ -933,6 +935,38 @@ function readValue(lit: Literal, dtype: string): Value | undefined {
   }
 }
 
+/** A value nft listed as its bits (Literal.invalidType): the key's bytes as one big-endian
+ * number, which for a number is the number and for an address its octets. */
+function readBits(text: string, shape: Shape): Value | undefined {
+  if (!DECIMAL.test(text) && !HEX.test(text)) return undefined;
+  const bits = BigInt(text);
+  const octets = (count: number): number[] | undefined => {
+    if (bits >> BigInt(8 * count) !== 0n) return undefined;
+    return Array.from({ length: count }, (_, i) => Number((bits >> BigInt(8 * (count - 1 - i))) & 0xffn));
+  };
+  switch (shape) {
+    case 'ipv4': {
+      const o = octets(4);
+      return o && { type: 'ipv4', addr: o.join('.') };
+    }
+    case 'ipv6': {
+      const o = octets(16);
+      return o && { type: 'ipv6', addr: formatIpv6(Array.from({ length: 8 }, (_, i) => o[2 * i]! * 256 + o[2 * i + 1]!)) };
+    }
+    case 'ether': {
+      const o = octets(6);
+      return o && { type: 'ether', addr: o.map((b) => b.toString(16).padStart(2, '0')).join(':') };
+    }
+    case 'string':
+    case 'iface-index':
+    case 'date':
+    case 'boolean':
+      return undefined;
+    default:
+      return readInteger(text);
+  }
+}
+
 // Symbol tables nft declares with BASE_HEXADECIMAL (`nft describe` says "in hexadecimal"), with
 // the width in bytes nft pads a value without a name to (`0x02` for a dscp).
 const HEX_SYMBOL_TABLES: ReadonlyMap<string, number> = new Map([
@@ -955,7 +989,7 @@ export interface FormatValueOptions {
 export function formatValue(lit: Literal, options: FormatValueOptions = {}): string {
   const info = lit.dtype ? DATATYPES[lit.dtype] : undefined;
   const value = lit.value;
-  if (!info || !value) return lit.quoted ? quote(lit.text) : lit.text;
+  if (!info || !value) return lit.quoted ? quote(lit.text) : lit.invalidType ? `${lit.text} [invalid type]` : lit.text;
   if (value.type === 'bigint') return `0x${value.hex}`;
   if (value.type === 'ipv4' || value.type === 'ipv6' || value.type === 'ether') return value.addr;
   if (value.type === 'boolean') return value.b ? 'exists' : 'missing';

@@ -10,7 +10,7 @@
 // set's own ones included. What the run changed lives in its state (lookup-element.ts
 // DynamicSet), and each limit or quota of an element counts for that element alone.
 
-import type { ElementExpr, Expr, NamedSet, SetLiteral, SetOpStmt, SetRef, Stmt, Table } from '../model/ast.js';
+import type { ElementExpr, Expr, KeyType, NamedSet, SetLiteral, SetOpStmt, SetRef, Stmt, Table } from '../model/ast.js';
 import { memoByObject } from './memo-by-object.js';
 import { keyTypeDatatype, typeWith } from '../model/datatypes.js';
 import { evaluateExpr, namedSet, type RtValue } from './evaluate-expr.js';
@@ -24,13 +24,14 @@ const EMPTY: DynamicSet = { added: [], deleted: new Set() };
 
 export function evaluateSetOp(stmt: SetOpStmt, ctx: SimContext): RuleResult | undefined {
   const named = namedSet(stmt.set, ctx);
-  const key = evaluateExpr(stmt.element.key, ctx);
+  const keyExpr = typedConstant(stmt.element.key, named.key);
+  const key = evaluateExpr(keyExpr, ctx);
   if (key === undefined) return NO_MATCH;
   // The data is loaded into its register before the dynset runs.
   const data = stmt.element.data && dataOf(stmt.element.data, named, ctx);
   if (data === undefined && stmt.element.data) return NO_MATCH;
   const ref: SetRef = { kind: 'set-ref', span: stmt.span, name: stmt.set };
-  const existing = lookupElement(ref, key, stmt.element.key, ctx);
+  const existing = lookupElement(ref, key, keyExpr, ctx);
   const dynamic = dynamicSetOf(named, ctx) ?? EMPTY;
   if (stmt.op === 'delete') {
     if (existing) ctx.dynamicSets.set(named, [withoutElement(dynamic, existing)]);
@@ -40,7 +41,7 @@ export function evaluateSetOp(stmt: SetOpStmt, ctx: SimContext): RuleResult | un
   if (!element) {
     const count = (named.elements?.length ?? 0) - dynamic.deleted.size + dynamic.added.length;
     if (named.size !== undefined && count >= named.size) return NO_MATCH;
-    element = { kind: 'element', span: stmt.span, key: stmt.element.key, ...(data && { data }), ...(stmt.element.stmts && { stmts: stmt.element.stmts }) };
+    element = { kind: 'element', span: stmt.span, key: keyExpr, ...(data && { data }), ...(stmt.element.stmts && { stmts: stmt.element.stmts }) };
     ctx.dynamicSets.set(named, [{ added: [...dynamic.added, { key, element }], deleted: dynamic.deleted }]);
   }
   return passesElementStatements(element, named, ctx) ? undefined : NO_MATCH;
@@ -52,11 +53,17 @@ function withoutElement(dynamic: DynamicSet, element: ElementExpr): DynamicSet {
   return { added, deleted: new Set([...dynamic.deleted, element]) };
 }
 
-/** A map element's data as the dynset stored it: a constant as written (typed as the map's data,
- * as nft types it), else the value the packet gave it, as a literal; undefined when that
- * breaks. */
+/** A constant key or data of a dynset, typed as the set's key or the map's data, as nft types
+ * it when it loads the rule; anything else as it is. */
+function typedConstant(e: Expr, type: KeyType | undefined): Expr {
+  const untyped = e.kind === 'literal' ? !e.value : e.kind === 'concat' && e.parts.some((p) => p.kind === 'literal' && !p.value);
+  return untyped ? typeWith(e, keyTypeDatatype(type)) : e;
+}
+
+/** A map element's data as the dynset stored it: a constant as written (typedConstant), else the
+ * value the packet gave it, as a literal; undefined when that breaks. */
 function dataOf(data: Expr, named: NamedSet, ctx: SimContext): Expr | undefined {
-  if (data.kind === 'literal') return data.value ? data : typeWith(data, keyTypeDatatype(named.data));
+  if (data.kind === 'literal') return typedConstant(data, named.data);
   if (data.kind === 'verdict') return data;
   const value = evaluateExpr(data, ctx);
   return value === undefined ? undefined : literalOf(value, data);

@@ -24,12 +24,16 @@ import {
   stringProp,
 } from './json-source.js';
 import { formatDuration } from '../../model/datatypes.js';
+import { invalidTypeWarning } from '../invalid-type-warning.js';
 
 // Expressions of nft's JSON schema (nftables doc/libnftables-json.adoc "EXPRESSIONS", written by
 // src/json.c `*_expr_json`, read by src/parser_json.c `json_parse_expr`).
 
 /** Meta keys nft prints without the `meta` prefix (src/meta.c `meta_key_is_unqualified`). */
 const UNQUALIFIED_META_KEYS: ReadonlySet<string> = new Set(['iif', 'oif', 'iifname', 'oifname', 'iifgroup', 'oifgroup']);
+
+/** A value json.c wrote as nft's text of it, `0x1f90 [invalid type]` (Literal.invalidType). */
+const INVALID_TYPE = /^(0x[0-9a-f]+|[0-9]+) \[invalid type\]$/;
 
 const BINOPS: ReadonlySet<string> = new Set(['&', '|', '^', '<<', '>>']);
 
@@ -102,6 +106,11 @@ export class ExprReader {
   private readString(s: string, span: Span): Expr {
     if (s.startsWith('@')) return { kind: 'set-ref', span, name: s.slice(1) };
     if (s === '*') return { kind: 'wildcard', span };
+    const bits = INVALID_TYPE.exec(s)?.[1];
+    if (bits !== undefined) {
+      this.src.diagnostics.push(invalidTypeWarning(bits, span));
+      return { kind: 'literal', span, text: bits, invalidType: true };
+    }
     return { kind: 'literal', span, text: s };
   }
 

@@ -13,7 +13,8 @@ import type {
   Stmt,
   VerdictName,
 } from '../../model/ast.js';
-import { typeAgainst, typeInner } from '../../model/datatypes.js';
+import { datatypeOf, isBitmaskType, typeAgainst, typeInner } from '../../model/datatypes.js';
+import { isError } from '../../model/diagnostic.js';
 import { parseNftRuleBody } from '../nft/parse-nft.js';
 import { ExprReader, VERDICT_NAMES, req } from './read-json-expr.js';
 import {
@@ -125,8 +126,12 @@ export class StmtReader {
     const start = span.start + 1;
     if (this.src.raw(node).length === text.length + 2) {
       const { rule, diagnostics } = parseNftRuleBody(text, { file: span.file });
-      const stmt = rule?.stmts.length === 1 && diagnostics.length === 0 ? rule.stmts[0] : undefined;
-      if (stmt) return this.relocate(stmt, start);
+      const stmt = rule?.stmts.length === 1 && !diagnostics.some(isError) ? rule.stmts[0] : undefined;
+      if (stmt) {
+        // Warnings (an `[invalid type]` value) stand, where they are in the JSON.
+        this.src.diagnostics.push(...this.relocate(diagnostics, start));
+        return this.relocate(stmt, start);
+      }
     }
     this.src.report('warning', 'unsupported', `statement without a JSON form: ${text}`, node);
     return { kind: 'unsupported', span, text };
@@ -270,9 +275,9 @@ export class StmtReader {
   }
 
   /** Relational operators. JSON writes `in` for nft's implicit operator and `==` for explicit
-   * equality, which the listing prints only after a bitwise left side (src/expression.c
-   * `must_print_eq_op`, 1.0.6); either way the model says what the listing says. `!` is the input
-   * form "none of these flags" (parser_json.c: OP_NEG), the kernel's `(x & flags) == 0`. */
+   * equality, which the listing prints only where it means something else than the implicit one
+   * (isExplicitEq); the model says what the listing says. `!` is the input form "none of these
+   * flags" (parser_json.c: OP_NEG), the kernel's `(x & flags) == 0`. */
   private readMatch(v: Node, span: Span): Relational {
     const op = asString(req(v, 'op'));
     const left = typeInner(this.exprs.read(req(v, 'left')));
@@ -281,7 +286,7 @@ export class StmtReader {
       case 'in':
         return { kind: 'relational', span, op: 'implicit', left, right };
       case '==':
-        return { kind: 'relational', span, op: left.kind === 'binop' ? '==' : 'implicit', left, right };
+        return { kind: 'relational', span, op: isExplicitEq(left, right) ? '==' : 'implicit', left, right };
       case '!=':
       case '<':
       case '>':
@@ -289,8 +294,8 @@ export class StmtReader {
       case '>=':
         return { kind: 'relational', span, op, left, right };
       case '!': {
-        const masked: Expr = { kind: 'binop', span, op: '&', left, right };
-        return { kind: 'relational', span, op: '==', left: masked, right: { kind: 'literal', span, text: '0' } };
+        const masked = typeInner({ kind: 'binop', span, op: '&', left, right });
+        return { kind: 'relational', span, op: '==', left: masked, right: typeAgainst({ kind: 'literal', span, text: '0' }, masked) };
       }
       default:
         throw new UnsupportedJson(`unknown match operator "${op}"`, v);
@@ -379,6 +384,17 @@ export class StmtReader {
 
 /** True when `{"counter": …}` & co. refer to a named object (a name or a map lookup) rather than
  * carry an anonymous object's fields. */
+/** Where nft 1.0.6's listing keeps an explicit `==` (src/expression.c `must_print_eq_op`):
+ * after a bitwise left side, and on a bitmask type against a value, where `tcp flags == syn`
+ * (all bits exactly) differs from the implicit `tcp flags syn` (JSON "in": any of them). Against
+ * a set the listing drops it, as membership means the same either way. */
+function isExplicitEq(left: Expr, right: Expr): boolean {
+  if (left.kind === 'binop') return true;
+  if (right.kind === 'set' || right.kind === 'set-ref') return false;
+  const type = datatypeOf(left);
+  return type !== undefined && isBitmaskType(type.name);
+}
+
 function isObjectReference(v: Node): boolean {
   if (v.type === 'string') return true;
   return keyCount(v) === 1 && v.keys![0] === 'map';

@@ -4,6 +4,7 @@ import type {
 } from '../../model/ast.js';
 import type { Diagnostic } from '../../model/diagnostic.js';
 import type { LineIndex } from '../../model/line-index.js';
+import { invalidTypeWarning } from '../invalid-type-warning.js';
 
 // CST → AST for expressions (selectors, values, sets) and the small helpers the statement and
 // item builders share. Spans are computed from chunk-local CST locations plus the chunk's base.
@@ -331,6 +332,10 @@ function buildAtom(env: ExprEnv, n: CstNode): Expr {
   if (c.wildcard) return { kind: 'wildcard', span };
   const t = c.literal![0] as IToken;
   if (c.negative) return { kind: 'literal', span, text: `-${t.image}` };
+  if (c.invalidType) {
+    env.diagnostics.push(invalidTypeWarning(t.image, span));
+    return { kind: 'literal', span, text: env.intern(t.image), invalidType: true };
+  }
   return literalOf(env, t);
 }
 
@@ -392,15 +397,6 @@ export function buildElement(env: ExprEnv, n: CstNode): ElementExpr {
       if (key.image === 'timeout') el.timeout = text;
       else if (key.image === 'expires') el.expires = text;
       else el.comment = text;
-      continue;
-    }
-    if (tok(opt, 'invalid')) {
-      env.diagnostics.push({
-        severity: 'warning',
-        code: 'invalid-type',
-        message: "skipped '[invalid type]' (nft 1.0.6 prints it for some typeof keys)",
-        span: spanOfNode(env.pos, opt),
-      });
       continue;
     }
     const stmtNode = firstChild(opt) as CstNode;

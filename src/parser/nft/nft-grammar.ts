@@ -914,11 +914,16 @@ export class NftParser extends CstParser {
   private exprComma = false;
 
   /** After an operand: `,` only in comma mode, `/` only before a prefix length (else it is the
-   * `value / mask` of a relational right-hand side). */
+   * `value / mask` of a relational right-hand side). nft lists a prefix without spaces
+   * (`10.0.0.0/8`) and a mask with them, which may be numbers too (`ct status 0x100 /
+   * 0x80,0x100`): a spaced `/ N,` is a mask. */
   private continuesExpr(): boolean {
     const t = this.LA(1);
     if (tokenMatcher(t, Comma)) return this.exprComma;
-    if (tokenMatcher(t, Slash)) return tokenMatcher(this.LA(2), NumberLit);
+    if (tokenMatcher(t, Slash)) {
+      if (!tokenMatcher(this.LA(2), NumberLit)) return false;
+      return t.startOffset === this.LA(0).endOffset! + 1 || !tokenMatcher(this.LA(3), Comma);
+    }
     return true;
   }
 
@@ -1010,7 +1015,20 @@ export class NftParser extends CstParser {
             this.CONSUME(NumberLit, { LABEL: 'literal' });
           },
         },
-        { ALT: () => this.CONSUME1(NumberLit, { LABEL: 'literal' }) },
+        {
+          ALT: () => {
+            this.CONSUME1(NumberLit, { LABEL: 'literal' });
+            // nft 1.0.6 lists the values of some keys it cannot type as `0x1f90 [invalid type]`.
+            this.OPTION({
+              GATE: () => this.LA(2).image === 'invalid',
+              DEF: () => {
+                this.CONSUME1(LBracket, { LABEL: 'invalidType' });
+                this.MANY(() => this.CONSUME2(Name));
+                this.CONSUME1(RBracket);
+              },
+            });
+          },
+        },
         { ALT: () => this.CONSUME(IPv4, { LABEL: 'literal' }) },
         { ALT: () => this.CONSUME(HexColon, { LABEL: 'literal' }) },
         { ALT: () => this.CONSUME(StringLit, { LABEL: 'literal' }) },
@@ -1073,14 +1091,6 @@ export class NftParser extends CstParser {
       { ALT: () => this.SUBRULE(this.quotaStmt) },
       { ALT: () => this.SUBRULE(this.lastStmt) },
       { ALT: () => this.SUBRULE(this.ctCountStmt) },
-      {
-        // nft 1.0.6 prints `[invalid type]` for some typeof keys in dynamic-set statements.
-        ALT: () => {
-          this.CONSUME(LBracket, { LABEL: 'invalid' });
-          this.MANY(() => this.CONSUME(Name));
-          this.CONSUME(RBracket);
-        },
-      },
     ]);
   });
 

@@ -35,6 +35,24 @@ describe('statements', () => {
       { match: { op: '==', left: { '&': [{ ct: { key: 'mark' } }, 255] }, right: 16 } },
       { kind: 'match', expr: { op: '==', left: { kind: 'binop', op: '&', left: { kind: 'ct', key: 'mark' }, right: { text: '255' } }, right: { text: '16' } } },
     ],
+    // As nft 1.0.6 -j lists `tcp flags == syn`, `tcp flags { syn, ack }` and `ct status ! dnat`
+    // (checked on Linux 6.18): on a bitmask type "==" is exact against a value, membership
+    // against a set.
+    [
+      '== on a bitmask type against a value stays explicit',
+      { match: { op: '==', left: { payload: { protocol: 'tcp', field: 'flags' } }, right: 'syn' } },
+      { kind: 'match', expr: { op: '==', right: { text: 'syn', dtype: 'tcp_flag' } } },
+    ],
+    [
+      '== on a bitmask type against a set is membership',
+      { match: { op: '==', left: { payload: { protocol: 'tcp', field: 'flags' } }, right: { set: ['syn', 'ack'] } } },
+      { kind: 'match', expr: { op: 'implicit', right: { kind: 'set' } } },
+    ],
+    [
+      '"!" types its zero as the flags',
+      { match: { op: '!', left: { ct: { key: 'status' } }, right: 'dnat' } },
+      { kind: 'match', expr: { op: '==', left: { kind: 'binop', right: { dtype: 'ct_status' } }, right: { text: '0', dtype: 'ct_status' } } },
+    ],
     [
       '!= against an anonymous set',
       { match: { op: '!=', left: tcpDport, right: { set: [22, { range: [80, 90] }] } } },
@@ -163,6 +181,17 @@ describe('statements', () => {
     ],
   ])('%s', (_name, json, expected) => {
     expect(readStmt(json)).toMatchObject(expected as object);
+  });
+});
+
+describe("nft 1.0.6's `[invalid type]` values", () => {
+  it.each([
+    [{ ct: { key: 'proto-dst', dir: 'original' } }, '0x1f90 [invalid type]', { type: 'integer', n: 8080 }],
+    [{ ct: { key: 'ip daddr', dir: 'original' } }, '0xa020304 [invalid type]', { type: 'ipv4', addr: '10.2.3.4' }],
+  ])('are read as the key\'s bits, with a warning: %#', (left, right, value) => {
+    const { stmts, diagnostics } = parseNftJsonStmts(JSON.stringify([{ match: { op: '==', left, right } }]));
+    expect(diagnostics.map((d) => [d.severity, d.code])).toEqual([['warning', 'invalid-type']]);
+    expect(stmts[0]).toMatchObject({ kind: 'match', expr: { op: 'implicit', right: { text: right.split(' ')[0], invalidType: true, value } } });
   });
 });
 
