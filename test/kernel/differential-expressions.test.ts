@@ -134,6 +134,7 @@ const NFT_FEATURES: readonly ExpressionCase[] = [
   { name: 'set-level quota on a static element, lookup', rules: 'ip saddr @s accept', packet: SYN, extra: '  set s {\n    type ipv4_addr;\n    quota 10 bytes;\n    elements = { 192.0.2.99 }\n  }\n' },
   { name: 'set-level limit over, dynset add', rules: 'add @d { ip saddr } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic;\n    limit rate over 1/hour burst 5 packets;\n  }\n' },
   { name: 'dynamic map: add then map lookup', rules: 'add @m { ip saddr : 0x5 }\n    meta mark set ip saddr map @m\n    meta mark 0x5 accept', packet: SYN, extra: '  map m {\n    typeof ip saddr : meta mark; flags dynamic;\n  }\n' },
+  { name: 'dynamic map: a constant key', rules: 'add @m { 192.0.2.99 : 0x5 }\n    meta mark set ip saddr map @m\n    meta mark 0x5 accept', packet: SYN, extra: '  map m {\n    typeof ip saddr : meta mark; flags dynamic;\n  }\n' },
   { name: 'dynamic map with data from the packet', rules: 'update @m { ip saddr : tcp dport }\n    ip saddr . tcp dport { 192.0.2.99 . 80 } tcp dport set ip saddr map @m accept', packet: SYN, extra: '  map m {\n    typeof ip saddr : tcp dport; flags dynamic,timeout;\n  }\n' },
   { name: 'tcp option raw', rules: 'tcp option @2,16,16 1460 accept', packet: SYN_MSS },
   { name: 'raw tcp option of an optionless SYN', rules: 'tcp option @2,16,16 0 accept', packet: SYN },
@@ -241,6 +242,9 @@ const NFT_FEATURES: readonly ExpressionCase[] = [
   { name: 'meta mark range and interval set (host byte order)', rules: 'meta mark set 0x100\n    meta mark 0x1-0x1ff meta mark { 0xf0-0x1ff } meta mark > 0xff accept', packet: SYN },
   { name: 'ct state set', rules: 'ct state { new, related } accept', packet: SYN },
   { name: 'ct status == 0 of a new connection without NAT', rules: 'ct status == 0 accept', packet: SYN },
+  // nft 1.0.6 lists `ct status & (0x80 | 0x100) == X` so, and reads it back.
+  { name: 'ct status value / mask in numbers', rules: 'ct status 0x0 / 0x80,0x100 accept', packet: SYN },
+  { name: 'ct status value / mask in numbers, not met', rules: 'ct status 0x100 / 0x80,0x100 accept', packet: SYN },
   { name: 'ip dscp and ecn sets', rules: 'ip dscp { cs0, cs1 } ip ecn { not-ect } ip dscp != { cs2, cs3 } accept', packet: SYN },
   { name: 'ip6 dscp set (sub-byte across bytes)', rules: 'ip6 dscp { cs0, cs1 } accept', packet: SYN6 },
   { name: 'tcp flags set lookup', rules: 'tcp flags { syn, syn | ack } accept', packet: SYN },
