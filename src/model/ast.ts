@@ -82,6 +82,9 @@ export interface BaseChainSpec {
   readonly devices: readonly string[];
   /** True when written as `devices = { }` rather than `device "x"`. */
   readonly deviceList?: boolean;
+  /** An ingress or egress chain whose listing does not say its devices: nft 1.0.6's JSON leaves
+   * them out (json.c prints `chain->dev`, which a listed chain does not set). */
+  readonly devicesUnknown?: boolean;
 }
 
 export interface Chain {

@@ -56,6 +56,12 @@ export function evaluateBaseChain(entry: HookEntry, ctx: SimContext): ChainResul
   ctx.table = entry.table;
   ctx.basePriority = entry.priority;
   ctx.orderDependent = entry.orderDependent;
+  if (base.base!.devicesUnknown) {
+    ctx.chain = base;
+    ctx.position = -1;
+    reportUnsupported(ctx, `the input does not say which devices this ${base.base!.hook} chain is on: not run, assumed it does not see the packet`, base);
+    return ACCEPTED;
+  }
   const arena = ctx.index.code;
   let depth = 0;
   let chain = base;

@@ -282,7 +282,7 @@ export function chainsAt(index: HookIndex, hook: Hook, family: AddressFamily, ii
 function orderChains(index: HookIndex, hook: Hook, family: AddressFamily, iif: string | undefined): HookEntry[] {
   const families = familiesAt(hook, family);
   const entries = (index.byHook.get(hook) ?? []).filter(
-    (r) => families.includes(r.table.family) && (hook !== 'ingress' || (iif !== undefined && r.chain.base!.devices.includes(iif))),
+    (r) => families.includes(r.table.family) && (hook !== 'ingress' || (iif !== undefined && (r.chain.base!.devices.includes(iif) || r.chain.base!.devicesUnknown === true))),
   );
   // The NAT hook registers with the first nat chain, so all nat chains share its registration.
   const natOrder = Math.min(...entries.filter((r) => r.nat).map((r) => r.order));

@@ -754,6 +754,19 @@ describe('what is not modelled is said, never a silent match or miss', () => {
     expect(event.reason).toContain(reason);
     expect(event.at).toMatchObject({ file: 'test.nft', line: 4 });
   });
+
+  it('an ingress chain whose devices the input does not say (nft 1.0.6 JSON) is not run, and says so', () => {
+    const json = JSON.stringify({
+      nftables: [
+        { table: { family: 'netdev', name: 'n', handle: 1 } },
+        { chain: { family: 'netdev', table: 'n', name: 'in', handle: 2, type: 'filter', hook: 'ingress', prio: 0, policy: 'drop' } },
+      ],
+    });
+    const o = simulateOne(json, LOCAL);
+    expect(o).toMatchObject({ disposition: 'delivered', uncertain: true });
+    expect(o.trace.map((e) => [e.table, e.chain, e.kind])).toEqual([['n', 'in', 'unsupported']]);
+    expect(o.trace[0]!.reason).toContain('does not say which devices');
+  });
 });
 
 describe('simulatePacket input', () => {

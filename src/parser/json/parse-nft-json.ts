@@ -249,7 +249,7 @@ class RulesetBuilder {
     const name = asString(req(v, 'name'));
     const handle = readHandle(v);
     const comment = stringProp(v, 'comment');
-    const base = property(v, 'hook') ? this.readBaseChain(table.family, v) : undefined;
+    const base = property(v, 'hook') ? this.readBaseChain(table, name, v) : undefined;
     const chain = {
       kind: 'chain' as const,
       span,
@@ -262,7 +262,8 @@ class RulesetBuilder {
     table.chains.set(name, { chain, rules: existing?.rules ?? [] });
   }
 
-  private readBaseChain(family: Family, v: Node): BaseChainSpec {
+  private readBaseChain(table: TableBuilder, name: string, v: Node): BaseChainSpec {
+    const family = table.family;
     const type = asString(req(v, 'type'));
     if (!CHAIN_TYPES.has(type)) throw new UnsupportedJson(`unknown chain type "${type}"`, v);
     const hook = readHook(v);
@@ -271,6 +272,10 @@ class RulesetBuilder {
       throw new UnsupportedJson(`unknown chain policy "${policy}"`, v);
     }
     const dev = property(v, 'dev');
+    const devicesUnknown = dev === undefined && (hook === 'ingress' || hook === 'egress');
+    if (devicesUnknown) {
+      this.src.report('warning', 'devices-unknown', `${hook} chain ${family} ${table.name} ${name} has no "dev": nft 1.0.6's JSON leaves devices out, so nftsim cannot tell whose packets it sees (the text listing, \`nft list ruleset\`, has them)`, v);
+    }
     return {
       type: type as ChainType,
       hook,
@@ -278,6 +283,7 @@ class RulesetBuilder {
       ...(policy !== undefined && { policy }),
       devices: stringListProp(v, 'dev'),
       ...(dev?.type === 'array' && { deviceList: true }),
+      ...(devicesUnknown && { devicesUnknown }),
     };
   }
 

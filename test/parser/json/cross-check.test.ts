@@ -52,7 +52,7 @@ function comparable(node: unknown, parent?: string): unknown {
   const o = node as Record<string, unknown>;
   if (o.kind === 'literal') return o.value !== undefined ? o.value : { text: o.text };
   if (o.kind === 'typeof') return { kind: 'type', names: datatypeOf(o.expr as Expr)?.name.split(' . ') };
-  if (parent === 'base') return comparable({ ...o, devices: undefined });
+  if (parent === 'base') return comparable({ ...o, devices: undefined, devicesUnknown: undefined });
   const out: Record<string, unknown> = {};
   for (const key of Object.keys(o).sort()) {
     if (SPELLING.has(key) || o[key] === undefined || NOT_IN_JSON[o.kind as string]?.has(key)) continue;

@@ -299,6 +299,19 @@ describe('listing objects', () => {
     ]);
   });
 
+  it("marks an ingress chain without \"dev\" as on unknown devices, as nft 1.0.6 -j lists every one", () => {
+    const { ruleset, diagnostics } = parseNftJson(
+      JSON.stringify({
+        nftables: [
+          { table: { family: 'netdev', name: 'n', handle: 1 } },
+          { chain: { family: 'netdev', table: 'n', name: 'a', handle: 2, type: 'filter', hook: 'ingress', prio: 0, policy: 'accept' } },
+        ],
+      }),
+    );
+    expect(ruleset.tables[0]!.chains[0]!.base).toMatchObject({ devices: [], devicesUnknown: true });
+    expect(diagnostics.map((d) => [d.severity, d.code])).toEqual([['warning', 'devices-unknown']]);
+  });
+
   it('reads sets and maps: concatenated and typeof keys, flags, timeouts and elements', () => {
     const { ruleset, diagnostics } = parseNftJson(
       listing(
