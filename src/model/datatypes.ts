@@ -591,7 +591,9 @@ export function typeWith(rhs: Expr, type: Datatype | undefined): Expr {
       return { ...rhs, items: rhs.items.map((i) => typeWith(i, type)) };
     case 'concat': {
       const parts = type.parts;
-      if (!parts) return rhs;
+      // A value of other parts than the key's is no value of it, and stays untyped (nft 1.0.6
+      // lists `{ 198.51.100.20 }` for an element of an address . port key).
+      if (!parts || parts.length !== rhs.parts.length) return rhs;
       return {
         ...rhs,
         parts: rhs.parts.map((p, i) => {

@@ -710,7 +710,10 @@ export function matchesKey(value: RtValue, key: Expr, lhs: Expr | undefined, ctx
       return low <= value && value <= high;
     }
     case 'concat': {
-      if (!Array.isArray(value) || value.length !== key.parts.length) return false;
+      if (!Array.isArray(value)) return false;
+      // No kernel element has other parts than its set's key: the input lost some (nft 1.0.6 -j
+      // lists `{"concat": ["198.51.100.20"]}` for an address . port element).
+      if (value.length !== key.parts.length) throw new NotModelled(`an element of ${key.parts.length} part(s) for a key of ${value.length}`);
       const lhsParts = lhs?.kind === 'concat' ? lhs.parts : undefined;
       return key.parts.every((part, i) => matchesKey(value[i]!, part, lhsParts?.[i], ctx));
     }

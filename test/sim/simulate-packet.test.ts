@@ -767,6 +767,20 @@ describe('what is not modelled is said, never a silent match or miss', () => {
     expect(o.trace.map((e) => [e.table, e.chain, e.kind])).toEqual([['n', 'in', 'unsupported']]);
     expect(o.trace[0]!.reason).toContain('does not say which devices');
   });
+
+  it('a set element of fewer parts than its key (as nft 1.0.6 -j lists some) is said, not a silent miss', () => {
+    const concat = { concat: [{ payload: { protocol: 'ip', field: 'saddr' } }, { payload: { protocol: 'tcp', field: 'dport' } }] };
+    const json = JSON.stringify({
+      nftables: [
+        { table: { family: 'ip', name: 't', handle: 1 } },
+        { chain: { family: 'ip', table: 't', name: 'in', handle: 2, type: 'filter', hook: 'input', prio: 0, policy: 'accept' } },
+        { rule: { family: 'ip', table: 't', chain: 'in', handle: 3, expr: [{ match: { op: '==', left: concat, right: { set: [{ concat: ['192.0.2.99'] }] } } }, { drop: null }] } },
+      ],
+    });
+    const o = simulateOne(json, LOCAL);
+    expect(o).toMatchObject({ disposition: 'delivered', uncertain: true });
+    expect(o.trace.find((e) => e.kind === 'unsupported')?.reason).toBe('an element of 1 part(s) for a key of 2: not modelled; assumed no match');
+  });
 });
 
 describe('simulatePacket input', () => {
