@@ -310,6 +310,8 @@ class RulesetBuilder {
     const handle = readHandle(v);
     const comment = stringProp(v, 'comment');
     const exprNode = property(v, 'expr');
+    // nft always writes "expr", an empty array for a rule without statements.
+    if (!exprNode) this.src.report('warning', 'unreadable', 'rule without "expr": read as a rule without statements', v);
     const stmts = exprNode ? this.stmts.readList(exprNode, table.family) : [];
     for (const stmt of stmts) {
       // Set statements only: a map update (`update @m { k : v }`) does not make the map dynamic

@@ -455,6 +455,12 @@ describe('what nftsim does not model is kept and reported', () => {
     const { diagnostics } = parseNftJson(listing({ gizmo: { family: 'ip', table: 't' } }));
     expect(diagnostics).toMatchObject([{ severity: 'warning', code: 'unsupported', message: 'unsupported listing object: unknown object "gizmo"' }]);
   });
+
+  it('a rule without "expr" is kept, with a warning', () => {
+    const { ruleset, diagnostics } = parseNftJson(listing({ chain: { family: 'ip', table: 't', name: 'c', handle: 2 } }, { rule: { family: 'ip', table: 't', chain: 'c', handle: 3 } }));
+    expect(ruleset.tables[0]!.chains[0]!.rules).toMatchObject([{ handle: 3, stmts: [] }]);
+    expect(diagnostics).toMatchObject([{ severity: 'warning', message: 'rule without "expr": read as a rule without statements', span: { line: 1 } }]);
+  });
 });
 
 describe('malformed input', () => {
