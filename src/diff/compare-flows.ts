@@ -186,8 +186,8 @@ function lcsMask(a: readonly string[], b: readonly string[]): boolean[] {
 // Hooks a packet passes by how it ended (net/ipv4/ip_input.c, ip_forward.c, ip_output.c).
 const PATH_HOOKS: Readonly<Record<Outcome['disposition'], readonly string[]>> = {
   delivered: ['ingress', 'prerouting', 'input'],
-  forwarded: ['ingress', 'prerouting', 'forward', 'postrouting'],
-  sent: ['output', 'postrouting'],
+  forwarded: ['ingress', 'prerouting', 'forward', 'postrouting', 'egress'],
+  sent: ['output', 'postrouting', 'egress'],
   dropped: [],
   rejected: [],
   queued: [],

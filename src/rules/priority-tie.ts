@@ -1,5 +1,5 @@
 import type { Chain, Hook } from '../model/ast.js';
-import { chainsAt, isTied, slotOf, type HookEntry } from '../sim/pipeline.js';
+import { chainsAt, isDeviceHook, isTied, slotOf, type HookEntry } from '../sim/pipeline.js';
 import { hookIndexOf } from './framework/mark-ops.js';
 import type { LintRule } from './framework/lint-rule.js';
 
@@ -7,7 +7,7 @@ import type { LintRule } from './framework/lint-rule.js';
 // share a slot: the kernel orders chains of equal priority by registration order
 // (net/netfilter/core.c nf_hook_entries_grow), which a listing does not record, so the outcome
 // can change after a reboot or an agent restart.
-const HOOKS: readonly Hook[] = ['ingress', 'prerouting', 'input', 'forward', 'output', 'postrouting'];
+const HOOKS: readonly Hook[] = ['ingress', 'prerouting', 'input', 'forward', 'output', 'postrouting', 'egress'];
 
 export const priorityTie: LintRule = {
   id: 'priority-tie',
@@ -26,7 +26,7 @@ export const priorityTie: LintRule = {
     const name = (e: HookEntry): string => `${e.table.family} ${e.table.name} ${e.chain.name}`;
     for (const family of ['ip', 'ip6'] as const) {
       for (const hook of HOOKS) {
-        const devices = hook === 'ingress' ? [...new Set((index.byHook.get(hook) ?? []).flatMap((r) => r.chain.base!.devices))] : [undefined];
+        const devices = isDeviceHook(hook) ? [...new Set((index.byHook.get(hook) ?? []).flatMap((r) => r.chain.base!.devices))] : [undefined];
         for (const device of devices) {
           const entries = chainsAt(index, hook, family, device).filter((e) => e.orderDependent);
           for (const [i, a] of entries.entries()) {

@@ -14,7 +14,7 @@ import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
 import { passesElementStatements } from './dynset.js';
 import { isAddrtypeMatch, matchAddrtype6 } from './match-addrtype.js';
-import { hasConntrackEntry, isIptablesRule, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, inputDevice, isIptablesRule, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 import { memoByObject } from './memo-by-object.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
@@ -164,12 +164,12 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
     case 'mark':
       return BigInt(p.mark);
     case 'iif':
-      return ctx.iif ?? 0n;
+      return inputDevice(ctx) ?? 0n;
     case 'oif':
       return ctx.oif ?? 0n;
     // No device is an empty name (nft_meta.c nft_meta_store_ifname).
     case 'iifname':
-      return ctx.iif ?? '';
+      return inputDevice(ctx) ?? '';
     case 'oifname':
       return ctx.oif ?? '';
     case 'l4proto':
@@ -188,7 +188,8 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
       // (nft_meta.c NFT_META_IFTYPE, pkt->skb->dev): the input interface, then from postrouting
       // on the output interface (ip_output sets skb->dev before the hook), none at output; Linux
       // 6.18 matches `meta iiftype ether` at postrouting for the node's own packet, whose iif is 0.
-      const dev = key === 'oiftype' || ctx.hook === 'postrouting' ? ctx.oif : ctx.iif;
+      // At egress skb->dev is the output interface too.
+      const dev = key === 'oiftype' || ctx.hook === 'postrouting' || ctx.hook === 'egress' ? ctx.oif : ctx.iif;
       if (dev === undefined) return undefined;
       return dev === 'lo' ? 0x304n : 1n;
     }
@@ -208,7 +209,7 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
       return BigInt(p.priority ?? 0);
     // Interface groups: the default group 0 (no `ip link set group`); no device → NFT_BREAK.
     case 'iifgroup':
-      return ctx.iif === undefined ? undefined : 0n;
+      return inputDevice(ctx) === undefined ? undefined : 0n;
     case 'oifgroup':
       return ctx.oif === undefined ? undefined : 0n;
     // No VRF in the host model: the slave interface index is 0 and its name empty
@@ -247,7 +248,7 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
     case 'iifkind':
     case 'oifkind':
       // No device: NFT_BREAK (nft_meta_get_eval_kind); a device's kind is not known.
-      if ((key === 'iifkind' ? ctx.iif : ctx.oif) === undefined) return undefined;
+      if ((key === 'iifkind' ? inputDevice(ctx) : ctx.oif) === undefined) return undefined;
       throw new NotModelled(`meta ${key} (interface kinds are not in the host model)`);
     default:
       throw new NotModelled(`meta ${key}`);

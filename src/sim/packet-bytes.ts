@@ -33,7 +33,7 @@ import type { Payload, RawPayload } from '../model/ast.js';
 import type { AddressFamily } from './address.js';
 import { hasIcmpId, portBounds } from './conntrack-table.js';
 import { L4_NUMBERS } from './packet.js';
-import { NotModelled, type ChecksumLag, type PacketState, type SimContext, type StoredHeaders } from './sim-context.js';
+import { frameDevice, NotModelled, type ChecksumLag, type PacketState, type SimContext, type StoredHeaders } from './sim-context.js';
 
 type Base = 'll' | 'nh' | 'th' | 'ih';
 
@@ -325,8 +325,9 @@ function bytesAt(base: Base, ctx: SimContext, headers: StoredHeaders): Uint8Arra
   const payload = Math.max(0, p.length - headers.nh.length - headers.th.length);
   switch (base) {
     case 'll': {
-      // Only a received frame has a link layer header (loopback's has no MAC addresses here).
-      if (ctx.iif === undefined || ctx.iif === 'lo') return undefined;
+      // Only a frame has a link layer header (loopback's has no MAC addresses here).
+      const dev = frameDevice(ctx);
+      if (dev === undefined || dev === 'lo') return undefined;
       const ll = new Uint8Array(14);
       new DataView(ll.buffer).setUint16(12, ETHERTYPE[ctx.family]);
       return concat([ll, headers.nh, headers.th, new Uint8Array(payload)]);
@@ -360,8 +361,9 @@ function concat(parts: readonly Uint8Array[]): Uint8Array {
 
 /** Reads bits of the packet from a header base, as nft_payload_eval does. */
 function readLocation(loc: FieldLocation, ctx: SimContext, what: string): bigint | undefined {
-  if (loc.base === 'll' && ctx.iif !== undefined && ctx.iif !== 'lo' && loc.offset < 96) {
-    throw new NotModelled(`${what}: the MAC addresses of the received frame are not in the host model`);
+  if (loc.base === 'll' && loc.offset < 96) {
+    const dev = frameDevice(ctx);
+    if (dev !== undefined && dev !== 'lo') throw new NotModelled(`${what}: the MAC addresses of the frame are not in the host model`);
   }
   // A read of a port NAT picked from a range, or of the transport checksum, which covers it, is
   // not modelled (port); other bytes read as they are.
@@ -411,7 +413,10 @@ export function readNetworkWord(ctx: SimContext, at: number, what: string): numb
 function isDependencyMet(protocol: string, spec: FieldSpec, ctx: SimContext): boolean {
   const p = ctx.pkt;
   if (protocol === 'ip' || protocol === 'ip6') return ctx.family === protocol;
-  if (protocol === 'ether') return ctx.iif !== undefined && ctx.iif !== 'lo';
+  if (protocol === 'ether') {
+    const dev = frameDevice(ctx);
+    return dev !== undefined && dev !== 'lo';
+  }
   if (protocol === 'th') return TRANSPORT_LENGTH[p.l4proto] !== undefined;
   if (p.l4proto !== L4_NUMBERS[protocol]) return false;
   return !spec.icmpTypes || spec.icmpTypes.includes(p.icmpType ?? -1);

@@ -17,20 +17,28 @@ export type PathName = 'input' | 'forward' | 'output';
  * (net/core/dev.c nf_ingress, also inet ingress chains since 5.10) runs before prerouting for a
  * packet from an interface. The routing decision sits between the first hook after ingress and
  * the rest: after prerouting for a received packet, before output for a local one (with a
- * re-route after output when the destination changed, ip_route_me_harder). */
+ * re-route after output when the destination changed, ip_route_me_harder). A packet that
+ * leaves through a device meets the netdev egress hook last (dev_queue_xmit → nf_hook_egress,
+ * after postrouting and conntrack's confirmation). */
 export const PATH_HOOKS: Readonly<Record<PathName, readonly Hook[]>> = {
   input: ['ingress', 'prerouting', 'input'],
-  forward: ['ingress', 'prerouting', 'forward', 'postrouting'],
-  output: ['output', 'postrouting'],
+  forward: ['ingress', 'prerouting', 'forward', 'postrouting', 'egress'],
+  output: ['output', 'postrouting', 'egress'],
 };
+
+/** The hooks whose chains are bound to devices (netdev ingress and egress). */
+export function isDeviceHook(hook: Hook): hook is 'ingress' | 'egress' {
+  return hook === 'ingress' || hook === 'egress';
+}
 
 /** The families whose base chains see a packet of each address family at the inet hooks
  * (nf_tables registers an inet chain on both NFPROTO_IPV4 and NFPROTO_IPV6, net/netfilter/
  * nft_chain_filter.c nft_chain_filter_inet_init); at ingress, netdev chains bound to the device
  * and inet ingress chains (nf_tables_api.c nft_chain_parse_netdev). bridge and arp chains never
- * see a routed IP packet. */
+ * see a routed IP packet. Egress is netdev's alone (nft refuses an inet egress chain). */
 export function familiesAt(hook: Hook, family: AddressFamily): readonly Family[] {
   if (hook === 'ingress') return ['netdev', 'inet'];
+  if (hook === 'egress') return ['netdev'];
   return [family, 'inet'];
 }
 
@@ -87,6 +95,7 @@ export const STAGES = {
   forward: stageOf('forward'),
   output: stageOf('output'),
   postrouting: stageOf('postrouting'),
+  egress: stageOf('egress'),
 } as const;
 
 /** Statement and expression kinds whose kernel expression enables conntrack in the network
@@ -257,12 +266,12 @@ export function buildHookIndex(ruleset: Ruleset): HookIndex {
   return { byHook, chains, conntrack: findConntrackFamilies(ruleset), nat, ordered: new Map(), compiled: new Int32Array(1024), rules: 0, code: createCodeArena(), ipsets: new IpsetIndex(ruleset.ipsets) };
 }
 
-/** The base chains a packet of `family` meets at `hook` (arriving on `iif` for ingress), in the
- * kernel's order: by priority, and at equal priority the chain registered last first
+/** The base chains a packet of `family` meets at `hook` (at ingress and egress, those bound to
+ * `device`: the packet's iif, or its oif), in the kernel's order: by priority, and at equal priority the chain registered last first
  * (net/netfilter/core.c nf_hook_entries_grow inserts a new hook before the first existing one
  * whose priority is not lower). nat chains take the slot of the NAT hook, where they are ordered
  * among themselves the same way; the NAT hook registers with the first nat chain. */
-export function chainsAt(index: HookIndex, hook: Hook, family: AddressFamily, iif: string | undefined): readonly HookEntry[] {
+export function chainsAt(index: HookIndex, hook: Hook, family: AddressFamily, device: string | undefined): readonly HookEntry[] {
   // Shared by every packet (read-only): two lookups per hook, with no key made per packet (the
   // family is the key, or at ingress the family, a space and the device).
   let byKey = index.ordered.get(hook);
@@ -270,19 +279,19 @@ export function chainsAt(index: HookIndex, hook: Hook, family: AddressFamily, ii
     byKey = new Map();
     index.ordered.set(hook, byKey);
   }
-  const key = hook === 'ingress' ? `${family} ${iif ?? ''}` : family;
+  const key = isDeviceHook(hook) ? `${family} ${device ?? ''}` : family;
   let entries = byKey.get(key);
   if (!entries) {
-    entries = orderChains(index, hook, family, iif);
+    entries = orderChains(index, hook, family, device);
     byKey.set(key, entries);
   }
   return entries;
 }
 
-function orderChains(index: HookIndex, hook: Hook, family: AddressFamily, iif: string | undefined): HookEntry[] {
+function orderChains(index: HookIndex, hook: Hook, family: AddressFamily, device: string | undefined): HookEntry[] {
   const families = familiesAt(hook, family);
   const entries = (index.byHook.get(hook) ?? []).filter(
-    (r) => families.includes(r.table.family) && (hook !== 'ingress' || (iif !== undefined && (r.chain.base!.devices.includes(iif) || r.chain.base!.devicesUnknown === true))),
+    (r) => families.includes(r.table.family) && (!isDeviceHook(hook) || (device !== undefined && (r.chain.base!.devices.includes(device) || r.chain.base!.devicesUnknown === true))),
   );
   // The NAT hook registers with the first nat chain, so all nat chains share its registration.
   const natOrder = Math.min(...entries.filter((r) => r.nat).map((r) => r.order));

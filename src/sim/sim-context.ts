@@ -246,6 +246,19 @@ export function isIptablesRule(ctx: SimContext): boolean {
   return currentRule(ctx)?.origin?.format === 'iptables';
 }
 
+/** The device the hook's state gives as the input one: the packet's iif, none at egress
+ * (nf_hook_egress initialises the state with `in` NULL, so iif reads 0 and iifname ""). */
+export function inputDevice(ctx: SimContext): string | undefined {
+  return ctx.hook === 'egress' ? undefined : ctx.iif;
+}
+
+/** The device whose frame the packet is (its link layer header): the one it arrived on, and at
+ * egress the one it leaves by (__dev_queue_xmit resets the MAC header to the frame built for
+ * it). */
+export function frameDevice(ctx: SimContext): string | undefined {
+  return ctx.hook === 'egress' ? ctx.oif : ctx.iif;
+}
+
 /** The rule being evaluated, read from its chain only when needed: a compiled rule's run does
  * not touch the rule (a kube-proxy ruleset's rules are mostly cold in memory). */
 export function currentRule(ctx: SimContext): Rule | undefined {

@@ -293,7 +293,7 @@ function runHook(ctx: SimContext, stage: HookStage, reroute?: () => Ending | und
   ctx.ctAttached = ctx.conn.carried ? tracked : conntrackAt === undefined ? tracked && hook !== 'ingress' : false;
   let natHookReached = false;
   let natHookPassed = false;
-  for (const entry of chainsAt(ctx.index, hook, ctx.family, ctx.iif)) {
+  for (const entry of chainsAt(ctx.index, hook, ctx.family, hook === 'egress' ? ctx.oif : ctx.iif)) {
     const isNat = entry.nat;
     const slot = entry.slot;
     if (conntrackAt !== undefined && slot > conntrackAt && !ctx.ctAttached) attachConntrack(ctx, tracked);
@@ -596,7 +596,7 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   const out = runHook(ctx, STAGES.forward) ?? runHook(ctx, STAGES.postrouting);
   if (out) return out;
   confirm(ctx);
-  return { disposition: 'forwarded', verdict: 'accept' };
+  return runHook(ctx, STAGES.egress) ?? { disposition: 'forwarded', verdict: 'accept' };
 }
 
 /** rt_tos2priority: ip_tos2prio[IPTOS_TOS(tos) >> 1] (net/ipv4/route.c), whose sixteen entries
@@ -713,6 +713,8 @@ function send(ctx: SimContext, packet: Packet): Ending {
   const post = runHook(ctx, STAGES.postrouting);
   if (post) return post;
   confirm(ctx);
+  const egress = runHook(ctx, STAGES.egress);
+  if (egress) return egress;
   if (ctx.oif === 'lo' && localInterfaceAt(ctx, ctx.pkt.dst)) return reenter(ctx, packet.ct);
   return { disposition: 'sent', verdict: 'accept' };
 }

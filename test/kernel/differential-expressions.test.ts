@@ -750,6 +750,32 @@ const IPSET_CASES: readonly { name: string; test: string; packet: KernelPacket; 
   { name: 'SET --add-set to bitmap:port: a port outside its range', before: '-j SET --add-set dports src', test: '-m set --match-set dports src', packet: SYN },
 ];
 
+/** The netdev egress hook (net/core/dev.c nf_hook_egress, from __dev_queue_xmit): after
+ * postrouting, NAT and conntrack's confirmation, for the chains bound to the device the packet
+ * leaves by; no input device in the hook's state (the kernel refuses ct expressions in netdev
+ * tables). Each case's rulesets are whole. */
+const EGRESS_MARKS = `table netdev e {
+  chain out {
+    type filter hook egress device "eth1" priority 0; policy accept;
+    iifname != "eth0" meta mark set mark or 0x1
+    meta iif 0 meta mark set mark or 0x2
+    oifname "eth1" meta mark set mark or 0x4
+    ip saddr 198.51.100.10 meta mark set mark or 0x8
+    tcp sport 40000 meta mark set mark or 0x10
+    meta mark 0x20 meta mark set mark or 0x40
+  }
+}
+`;
+const SNAT_AND_MARK = 'table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" meta mark set mark or 0x20 masquerade\n  }\n}\n';
+const EGRESS_CASES: readonly { name: string; rulesets: string; packet: KernelPacket }[] = [
+  { name: 'egress sees the packet after SNAT, without an input device', rulesets: SNAT_AND_MARK + EGRESS_MARKS, packet: SYN },
+  { name: 'an egress drop', rulesets: 'table netdev e {\n  chain out {\n    type filter hook egress device "eth1" priority 0; policy accept;\n    tcp dport 80 drop\n  }\n}\n', packet: SYN },
+  { name: 'an egress chain of another device is not met', rulesets: 'table netdev e {\n  chain out {\n    type filter hook egress device "eth0" priority 0; policy accept;\n    tcp dport 80 drop\n  }\n}\n', packet: SYN },
+  { name: 'egress chains in priority order, a jump among them', rulesets: 'table netdev e {\n  chain b {\n    type filter hook egress device "eth1" priority 10; policy accept;\n    meta mark 0x3 meta mark set 0x7\n  }\n  chain a {\n    type filter hook egress device "eth1" priority -10; policy accept;\n    jump sub\n  }\n  chain sub {\n    meta mark set 0x3\n  }\n}\n', packet: SYN },
+  { name: 'egress through lo of a packet the node sends itself', rulesets: 'table netdev e {\n  chain out {\n    type filter hook egress device "lo" priority 0; policy accept;\n    tcp dport 22 meta mark set 0x5\n  }\n}\ntable inet t {\n  chain in {\n    type filter hook input priority 0; policy accept;\n    tcp dport 22 meta mark 0x5 meta mark set 0x6\n  }\n}\n', packet: { src: '192.0.2.10', dst: '192.0.2.10', protocol: 'tcp', sport: 40000, dport: 22, tcpFlags: 'syn' } },
+  { name: 'egress of a packet the node sends', rulesets: 'table netdev e {\n  chain out {\n    type filter hook egress device "eth1" priority 0; policy accept;\n    iifname != "lo" oifname "eth1" meta mark set 0x9\n    tcp dport 80 meta mark 0x9 drop\n  }\n}\n', packet: { src: '198.51.100.10', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' } },
+];
+
 let harness: Promise<KernelHarness> | undefined;
 afterAll(async () => {
   (await harness?.catch(() => undefined))?.close();
@@ -765,6 +791,11 @@ describe.skipIf(skipReason !== undefined)('kernel checks: expressions and statem
     const text = nftText(c);
     const { problems, kernelWay } = await runCase([{ kind: 'nft', text, file: 'case.nft' }], c.packet);
     expect(problems, `${text}\nkernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  });
+
+  it.each(EGRESS_CASES)('$name', async (c) => {
+    const { problems, kernelWay } = await runCase([{ kind: 'nft', text: c.rulesets, file: 'case.nft' }], c.packet);
+    expect(problems, `${c.rulesets}\nkernel way:\n${kernelWay.join('\n')}`).toEqual([]);
   });
 
   it.each(IPTABLES_CASES)('$name', async (c) => {

@@ -11,6 +11,7 @@ testRule(priorityTie, {
     { name: 'two chains of one table', code: 'table ip a {\n\tchain x { type filter hook input priority 0; }\n\tchain y { type filter hook input priority 0; }\n}\n' },
     { name: 'nat chains at srcnat - 1 and srcnat', code: chain('ip a', 'post', 'type nat hook postrouting priority srcnat - 1;') + chain('ip b', 'post', 'type nat hook postrouting priority srcnat;') },
     { name: 'netdev ingress chains on different devices', code: chain('netdev a', 'in', 'type filter hook ingress device "eth0" priority 0;') + chain('netdev b', 'in', 'type filter hook ingress device "eth1" priority 0;') },
+    { name: 'netdev egress chains on different devices', code: chain('netdev a', 'out', 'type filter hook egress device "eth0" priority 0;') + chain('netdev b', 'out', 'type filter hook egress device "eth1" priority 0;') },
   ],
   invalid: [
     {
@@ -22,6 +23,11 @@ testRule(priorityTie, {
       name: 'two nat chains at dstnat, reported once for both address families',
       code: chain('inet a', 'pre', 'type nat hook prerouting priority dstnat;') + chain('inet b', 'pre', 'type nat hook prerouting priority -100;'),
       errors: [{ messageId: 'tie', line: 8, column: 37 }],
+    },
+    {
+      name: 'two netdev egress chains on one device',
+      code: chain('netdev a', 'out', 'type filter hook egress device "eth1" priority 0;') + chain('netdev b', 'out', 'type filter hook egress device "eth1" priority 0;'),
+      errors: [{ messageId: 'tie', line: 8, column: 50, message: 'netdev b out and netdev a out both run at egress priority 0' }],
     },
     {
       name: 'a filter chain in the NAT hook slot',

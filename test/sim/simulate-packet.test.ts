@@ -855,3 +855,46 @@ describe('ICMP identifiers', () => {
     expect(simulateOne('', { ...ECHO, icmpId: 9 }).packet).toMatchObject({ protocol: 'icmp', icmpId: 9 });
   });
 });
+
+// net/core/dev.c __dev_queue_xmit → nf_hook_egress: the netdev egress chains of the device a
+// packet leaves by run last, after postrouting (its NAT) and conntrack's confirmation, with no
+// input device in the hook's state; __dev_queue_xmit reset the MAC header to the frame built for
+// the device. The kernel rows are in test/kernel/differential-expressions.test.ts ('egress …').
+describe('netdev egress', () => {
+  const egress = (device: string, rules: string, extra = ''): string =>
+    `${extra}table netdev e {\n\tchain out {\n\t\ttype filter hook egress device "${device}" priority 0; policy accept;\n\t\t${rules}\n\t}\n}\n`;
+  const masquerade = 'table ip nat {\n\tchain post {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n\t\toifname "cni0" masquerade\n\t}\n}\n';
+
+  it('runs after postrouting, on the translated packet, for the chains of the oif', () => {
+    const o = simulateOne(egress('cni0', 'ip saddr 10.244.0.1 meta mark set 0x1', masquerade), FORWARDED);
+    expect(steps(o)).toEqual(['nat post rule accept', 'e out rule continue', 'e out policy accept']);
+    expect(o).toMatchObject({ disposition: 'forwarded', mark: '0x00000001', trace: [{ hook: 'postrouting' }, { hook: 'egress' }, { hook: 'egress' }] });
+  });
+
+  it.each([
+    ['no input device: iif reads 0', 'meta iif 0 meta mark set 0x1', '0x00000001'],
+    ['no input device: iifname is not the iif', 'iifname "eth0" meta mark set 0x1', '0x00000000'],
+    ['the output device is the oif', 'oifname "cni0" meta mark set 0x1', '0x00000001'],
+  ])('%s', (_, rules, mark) => {
+    expect(simulateOne(egress('cni0', rules), FORWARDED).mark).toBe(mark);
+  });
+
+  it('a drop there drops the packet', () => {
+    const o = simulateOne(egress('cni0', 'tcp dport 80 drop'), FORWARDED);
+    expect(o).toMatchObject({ disposition: 'dropped', verdict: 'drop', decidedBy: { line: 4 } });
+  });
+
+  it('the chains of another device are not met', () => {
+    expect(simulateOne(egress('eth0', 'tcp dport 80 drop'), FORWARDED).disposition).toBe('forwarded');
+  });
+
+  it("a packet the node sends itself meets lo's egress chains before coming back in", () => {
+    const o = simulateOne(egress('lo', 'meta mark set 0x5'), { src: '192.0.2.10', dst: '192.0.2.10', dport: 22 });
+    expect(o).toMatchObject({ disposition: 'delivered', mark: '0x00000005' });
+  });
+
+  it("the frame's MAC addresses are not modelled", () => {
+    const o = simulateOne(egress('cni0', 'ether saddr 02:00:00:00:00:01 drop'), FORWARDED);
+    expect(o).toMatchObject({ disposition: 'forwarded', uncertain: true });
+  });
+});

@@ -6,7 +6,7 @@
 
 import type { Chain, Expr, Hook, Rule, Span, Stmt, XtExtensionStmt } from '../../model/ast.js';
 import type { AddressFamily } from '../../sim/address.js';
-import { buildHookIndex, chainsAt, isTied, PATH_HOOKS, type HookEntry, type HookIndex, type PathName } from '../../sim/pipeline.js';
+import { buildHookIndex, chainsAt, isDeviceHook, isTied, PATH_HOOKS, type HookEntry, type HookIndex, type PathName } from '../../sim/pipeline.js';
 import { componentOf, componentOfRule } from '../facts/known-components.js';
 import type { LintContext } from './lint-rule.js';
 
@@ -34,8 +34,8 @@ export interface PathPosition {
   readonly entry: HookEntry;
   /** The chain's place among the hook's chains. */
   readonly index: number;
-  /** For ingress: the device the list is for. */
-  readonly iif?: string;
+  /** For ingress and egress: the device the list is for. */
+  readonly device?: string;
 }
 
 export interface MarkOp {
@@ -156,17 +156,17 @@ function touchedBits(op: OpFields): number {
  * tables. */
 function positionsOfBaseChains(context: LintContext): Map<Chain, PathPosition[]> {
   const index = hookIndexOf(context);
-  const devices = [...new Set((index.byHook.get('ingress') ?? []).flatMap((r) => r.chain.base?.devices ?? []))];
+  const devicesAt = (hook: 'ingress' | 'egress'): string[] => [...new Set((index.byHook.get(hook) ?? []).flatMap((r) => r.chain.base?.devices ?? []))];
   const positions = new Map<Chain, PathPosition[]>();
   for (const path of Object.keys(PATH_HOOKS) as PathName[]) {
     PATH_HOOKS[path].forEach((hook, hookIndex) => {
       for (const addressFamily of ['ip', 'ip6'] as const) {
         const lists: [string | undefined, readonly HookEntry[]][] =
-          hook === 'ingress' ? devices.map((d) => [d, chainsAt(index, hook, addressFamily, d)]) : [[undefined, chainsAt(index, hook, addressFamily, undefined)]];
-        for (const [iif, entries] of lists) {
+          isDeviceHook(hook) ? devicesAt(hook).map((d) => [d, chainsAt(index, hook, addressFamily, d)]) : [[undefined, chainsAt(index, hook, addressFamily, undefined)]];
+        for (const [device, entries] of lists) {
           entries.forEach((entry, i) => {
             const list = positions.get(entry.chain) ?? [];
-            list.push({ path, addressFamily, hook, hookIndex, entry, index: i, ...(iif !== undefined && { iif }) });
+            list.push({ path, addressFamily, hook, hookIndex, entry, index: i, ...(device !== undefined && { device }) });
             positions.set(entry.chain, list);
           });
         }
@@ -302,7 +302,7 @@ export function hex(n: number): string {
  * order (priority-tie reports those). */
 function comparePositions(a: PathPosition, b: PathPosition): number {
   if (a.hookIndex !== b.hookIndex) return Math.sign(a.hookIndex - b.hookIndex);
-  if (a.iif !== b.iif || a.entry.chain === b.entry.chain || isTied(a.hook, a.entry, b.entry)) return 0;
+  if (a.device !== b.device || a.entry.chain === b.entry.chain || isTied(a.hook, a.entry, b.entry)) return 0;
   return Math.sign(a.index - b.index);
 }
 

@@ -656,7 +656,10 @@ class CaseRunner {
       ...delivered.seen,
       iface: this.host.interfaces[delivered.frame.peer]!.name,
     };
-    const disposition = reached.includes('input') ? 'delivered' : reached.includes('postrouting') && !cameBack ? (packet.iif === undefined ? 'sent' : 'forwarded') : 'dropped';
+    // The netdev egress hook comes after the trace table's last chain: a drop there ends the way.
+    const droppedAtEgress = trace.some((e) => e.hook === 'egress' && e.verdict === 'drop');
+    const left = reached.includes('postrouting') && !cameBack && !droppedAtEgress;
+    const disposition = reached.includes('input') ? 'delivered' : left ? (packet.iif === undefined ? 'sent' : 'forwarded') : 'dropped';
     return {
       trace,
       packets,
