@@ -14,7 +14,7 @@ import { evaluateSpecialExpr } from './evaluate-special-expr.js';
 import { lookupElement } from './lookup-element.js';
 import { passesElementStatements } from './dynset.js';
 import { isAddrtypeMatch, matchAddrtype6 } from './match-addrtype.js';
-import { hasConntrackEntry, inputDevice, isIptablesRule, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, inputDevice, isIptablesRule, skbLength, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 import { memoByObject } from './memo-by-object.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
@@ -179,7 +179,7 @@ function metaValue(key: string, ctx: SimContext): RtValue | undefined {
     case 'protocol':
       return ctx.family === 'ip' ? 0x0800n : 0x86ddn;
     case 'length':
-      return BigInt(p.length);
+      return BigInt(skbLength(ctx));
     case 'pkttype':
       return BigInt(p.pkttype);
     case 'iiftype':

@@ -7,7 +7,7 @@
 // (SimState.dynamicSets), one count per statement or named object (shared by its rules).
 
 import type { LimitStmt, QuotaStmt } from '../model/ast.js';
-import { NotModelled, type SimContext } from './sim-context.js';
+import { NotModelled, skbLength, type SimContext } from './sim-context.js';
 
 // Byte units of limit and quota (nft src/parser_bison.y: bytes, kbytes, mbytes as powers of 1024).
 const BYTE_UNITS: Readonly<Record<string, number>> = { bytes: 1, kbytes: 1024, mbytes: 1024 * 1024 };
@@ -45,7 +45,7 @@ function usedOf(ctx: SimContext, key: object): number {
 export function isLimitPassed(limit: LimitStmt, owner: object, ctx: SimContext): boolean {
   const packets = limit.unit === 'packets';
   const capacity = packets ? limit.burst || DEFAULT_PACKET_BURST : bytesOf(limit.rate, limit.unit) + bytesOf(limit.burst ?? 0, limit.burstUnit ?? limit.unit);
-  const cost = packets ? 1 : ctx.pkt.length;
+  const cost = packets ? 1 : skbLength(ctx);
   const key = stateKey(owner, () => `limit ${limit.span.file}:${limit.span.line}:${limit.span.column}`);
   const used = usedOf(ctx, key);
   const within = used + cost <= capacity;
@@ -60,7 +60,7 @@ export function isLimitPassed(limit: LimitStmt, owner: object, ctx: SimContext):
  * what is left and stops at the first packet that does not fit (xt_quota.c), answers the same. */
 export function isQuotaPassed(quota: Pick<QuotaStmt, 'over' | 'amount' | 'unit' | 'used' | 'usedUnit'>, owner: object & { readonly span: QuotaStmt['span'] }, ctx: SimContext): boolean {
   const key = stateKey(owner, () => `quota ${owner.span.file}:${owner.span.line}:${owner.span.column}`);
-  const used = usedOf(ctx, key) + ctx.pkt.length;
+  const used = usedOf(ctx, key) + skbLength(ctx);
   ctx.dynamicSets.set(key, [used]);
   const consumed = (quota.used === undefined ? 0 : bytesOf(quota.used, quota.usedUnit ?? quota.unit)) + used;
   return consumed > bytesOf(quota.amount, quota.unit) === quota.over;

@@ -11,7 +11,7 @@ import { CT_STATE_BITS } from './conntrack-table.js';
 import { constantOf, fibFlagBits, fibTypeOf } from './evaluate-expr.js';
 import { readHeaderField } from './packet-bytes.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
-import { ctMarkOf, hasConntrackEntry, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
+import { ctMarkOf, hasConntrackEntry, NotModelled, skbLength, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 
 /** Field codes. Arguments: a protocol number for transport and ICMP fields (0: any with ports,
  * nft's `th`), the address family (4 or 6) for IP header fields, fib's flags (fibFlagBits),
@@ -129,7 +129,7 @@ export function readField(ctx: SimContext, field: number, arg: number, arg2: num
     case FIELD.l4proto:
       return p.l4proto;
     case FIELD.length:
-      return p.length;
+      return skbLength(ctx);
     case FIELD.nfproto:
       return ctx.family === 'ip' ? 2 : 10;
     case FIELD.protocol:

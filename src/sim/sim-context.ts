@@ -259,6 +259,15 @@ export function frameDevice(ctx: SimContext): string | undefined {
   return ctx.hook === 'egress' ? ctx.oif : ctx.iif;
 }
 
+/** skb->len, what `meta length` reads: the packet from its network header on, and at egress its
+ * link layer header too, which the neighbour output pushed before __dev_queue_xmit (14 bytes on
+ * Ethernet and on lo, whose header_ops are Ethernet's). */
+export function skbLength(ctx: SimContext): number {
+  return ctx.hook === 'egress' ? ctx.pkt.length + ETH_HLEN : ctx.pkt.length;
+}
+
+const ETH_HLEN = 14;
+
 /** The rule being evaluated, read from its chain only when needed: a compiled rule's run does
  * not touch the rule (a kube-proxy ruleset's rules are mostly cold in memory). */
 export function currentRule(ctx: SimContext): Rule | undefined {

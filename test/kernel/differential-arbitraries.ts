@@ -27,7 +27,8 @@
 // handshake, a close by FINs, a half close) and a SYN from the same port, which conntrack
 // reopens the connection for, or ignores.
 // Locally generated packets to a local address, and output DNAT / redirect to one, come back in
-// through lo (prerouting, input).
+// through lo (prerouting, input). A netdev egress chain on either interface or lo sees packets as
+// they leave.
 import fc from 'fast-check';
 import { arbitraryIptablesDump, renderIptablesDump, type GenIptablesDump } from './arbitrary-iptables-dump.js';
 import { NAT_KINDS_AT, arbitraryNftRule, renderNamedSets, renderNftRule, type GenRule, type Hook, type TableFamily } from './arbitrary-nft-rule.js';
@@ -75,6 +76,52 @@ export interface GeneratedCase {
    * ICMP error about it from where it went. A TCP connection may also end (TCP_ENDINGS), and a
    * SYN from the same port follow; for UDP and ICMP those are the next packet. */
   readonly flow?: 'next packet' | 'next connection' | 'other client' | 'other destination' | 'error' | TcpEnding;
+  /** A netdev table with an egress chain. */
+  readonly egress?: GenEgress;
+}
+
+/** A netdev egress chain on a device (net/core/dev.c nf_hook_egress), with rules of
+ * EGRESS_RULES and a regular chain it may jump to. */
+interface GenEgress {
+  readonly device: 'eth0' | 'eth1' | 'lo';
+  readonly priority: number;
+  readonly rules: readonly string[];
+}
+
+/** What a packet is when it leaves: its translated addresses and ports, the TTL after
+ * forwarding, its mark and length, no input device; rewrites the far side sees; drops of TCP only
+ * (the harness's sentinel is UDP). */
+const EGRESS_RULES: readonly string[] = [
+  'meta mark set mark or 0x100',
+  'meta mark 0x10 meta mark set 0x11',
+  'meta mark & 0x4000 == 0x4000 meta mark set mark xor 0x200',
+  `ip saddr { ${ADDRESSES.ip.snat[1]}, 198.51.100.10 } meta mark set mark or 0x400`,
+  `ip daddr ${ADDRESSES.ip.natMember[0]} meta mark set mark or 0x800`,
+  `ip6 saddr { ${ADDRESSES.ip6.snat[1]}, 2001:db8:2::10 } meta mark set mark or 0x400`,
+  'ip ttl 63 meta mark set mark or 0x1000',
+  'ip6 hoplimit 63 meta mark set mark or 0x1000',
+  'iifname "eth0" meta mark set mark or 0x2000',
+  'meta iif 0 meta mark set mark or 0x4',
+  'oifname "eth1" meta mark set mark or 0x8',
+  'meta length > 60 meta mark set mark or 0x20',
+  'ether type ip6 meta mark set mark or 0x40',
+  'meta pkttype host meta mark set mark or 0x80',
+  'tcp dport 80 drop',
+  'tcp flags syn tcp dport 443 drop',
+  'meta l4proto tcp meta mark 0x1 drop',
+  'tcp dport 8080 tcp dport set 8081',
+  'jump sub',
+];
+
+const arbitraryEgress: fc.Arbitrary<GenEgress> = fc.record({
+  device: fc.constantFrom('eth0' as const, 'eth1' as const, 'eth1' as const, 'lo' as const),
+  priority: fc.constantFrom(-10, 0, 10),
+  rules: fc.array(fc.constantFrom(...EGRESS_RULES), { minLength: 1, maxLength: 4 }),
+});
+
+function renderEgress(egress: GenEgress): string {
+  const rules = egress.rules.map((rule) => `    ${rule}\n`).join('');
+  return `table netdev e {\n  chain sub {\n    meta mark set mark or 0x10000\n    return\n  }\n  chain out {\n    type filter hook egress device "${egress.device}" priority ${egress.priority}; policy accept;\n${rules}  }\n}\n`;
 }
 
 /** A received packet's destination: a unicast one, or for a fifth a broadcast or multicast one. */
@@ -180,6 +227,7 @@ export const arbitraryCase: fc.Arbitrary<GeneratedCase> = fc.record(
     iptables: arbitraryIptablesDump,
     packet: fc.constantFrom<AddressFamily>('ip', 'ip6').chain(arbitraryPacket),
     flow: fc.constantFrom(undefined, undefined, undefined, 'next packet', 'next packet', 'next connection', 'other client', 'other destination', 'error', ...TCP_ENDINGS),
+    egress: fc.oneof({ arbitrary: fc.constant(undefined), weight: 3 }, { arbitrary: arbitraryEgress, weight: 1 }),
   },
   { requiredKeys: ['tables', 'packet'] },
 );
@@ -208,6 +256,7 @@ function renderTable(table: GenTable, index: number): string {
  * and the packets of its flow when it opens one. */
 export function renderCase(testCase: GeneratedCase): { rulesets: (KernelRuleset & { file: string })[]; packet: KernelPacket; flow?: readonly KernelFlowPacket[] } {
   const tables: (KernelRuleset & { file: string })[] = testCase.tables.map((table, i) => ({ kind: 'nft', text: renderTable(table, i), file: `t${i}.nft` }));
+  if (testCase.egress) tables.push({ kind: 'nft', text: renderEgress(testCase.egress), file: 'egress.nft' });
   const dump = testCase.iptables && Object.keys(testCase.iptables.tables).length > 0 ? testCase.iptables : undefined;
   const saved = dump && { kind: dump.family === 'ip' ? ('iptables' as const) : ('ip6tables' as const), text: renderIptablesDump(dump), file: 'ipt.save' };
   const rulesets = saved ? (dump.first ? [saved, ...tables] : [...tables, saved]) : tables;

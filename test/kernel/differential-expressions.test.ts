@@ -769,6 +769,7 @@ const EGRESS_MARKS = `table netdev e {
 const SNAT_AND_MARK = 'table ip nat {\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    oifname "eth1" meta mark set mark or 0x20 masquerade\n  }\n}\n';
 const EGRESS_CASES: readonly { name: string; rulesets: string; packet: KernelPacket }[] = [
   { name: 'egress sees the packet after SNAT, without an input device', rulesets: SNAT_AND_MARK + EGRESS_MARKS, packet: SYN },
+  { name: 'meta length at egress counts the link layer header', rulesets: 'table netdev e {\n  chain out {\n    type filter hook egress device "eth1" priority 0; policy accept;\n    meta length 54 meta mark set 0x1\n  }\n}\n', packet: SYN },
   { name: 'an egress drop', rulesets: 'table netdev e {\n  chain out {\n    type filter hook egress device "eth1" priority 0; policy accept;\n    tcp dport 80 drop\n  }\n}\n', packet: SYN },
   { name: 'an egress chain of another device is not met', rulesets: 'table netdev e {\n  chain out {\n    type filter hook egress device "eth0" priority 0; policy accept;\n    tcp dport 80 drop\n  }\n}\n', packet: SYN },
   { name: 'egress chains in priority order, a jump among them', rulesets: 'table netdev e {\n  chain b {\n    type filter hook egress device "eth1" priority 10; policy accept;\n    meta mark 0x3 meta mark set 0x7\n  }\n  chain a {\n    type filter hook egress device "eth1" priority -10; policy accept;\n    jump sub\n  }\n  chain sub {\n    meta mark set 0x3\n  }\n}\n', packet: SYN },

@@ -875,6 +875,8 @@ describe('netdev egress', () => {
     ['no input device: iif reads 0', 'meta iif 0 meta mark set 0x1', '0x00000001'],
     ['no input device: iifname is not the iif', 'iifname "eth0" meta mark set 0x1', '0x00000000'],
     ['the output device is the oif', 'oifname "cni0" meta mark set 0x1', '0x00000001'],
+    // skb->len counts the Ethernet header pushed for the device: 40 bytes of IPv4 and TCP, + 14.
+    ['meta length counts the link layer header', 'meta length 54 meta mark set 0x1', '0x00000001'],
   ])('%s', (_, rules, mark) => {
     expect(simulateOne(egress('cni0', rules), FORWARDED).mark).toBe(mark);
   });
