@@ -768,6 +768,11 @@ describe('what is not modelled is said, never a silent match or miss', () => {
     expect(o.trace[0]!.reason).toContain('does not say which devices');
   });
 
+  it('a rule nft listed as its handle alone is said where the packet meets it', () => {
+    const o = simulateOne('table ip t { # handle 1\n\tchain in { # handle 2\n\t\ttype filter hook input priority 0; policy accept;\n\t\t # handle 3\n\t}\n}\n', LOCAL);
+    expect(o).toMatchObject({ disposition: 'delivered', uncertain: true, trace: [{ kind: 'unsupported', at: { line: 4, handle: 3 } }, { kind: 'policy' }] });
+  });
+
   it('a set element of fewer parts than its key (as nft 1.0.6 -j lists some) is said, not a silent miss', () => {
     const concat = { concat: [{ payload: { protocol: 'ip', field: 'saddr' } }, { payload: { protocol: 'tcp', field: 'dport' } }] };
     const json = JSON.stringify({

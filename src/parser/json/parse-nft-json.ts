@@ -36,6 +36,7 @@ import {
 import { JsonNode, JsonTreeParser, type JsonNode as Node, type JsonSyntaxError } from './parse-json-tree.js';
 import { req } from './read-json-expr.js';
 import { StmtReader, readLimit, readSynproxyFields } from './read-json-stmt.js';
+import { unlistedRule } from '../unlisted-rule.js';
 
 // Reads `nft -j list ruleset` (JSON schema version 1: nftables doc/libnftables-json.adoc, written
 // by src/json.c, read back by src/parser_json.c) into the model. The listing is a flat array of
@@ -310,9 +311,13 @@ class RulesetBuilder {
     const handle = readHandle(v);
     const comment = stringProp(v, 'comment');
     const exprNode = property(v, 'expr');
-    // nft always writes "expr", an empty array for a rule without statements.
-    if (!exprNode) this.src.report('warning', 'unreadable', 'rule without "expr": read as a rule without statements', v);
-    const stmts = exprNode ? this.stmts.readList(exprNode, table.family) : [];
+    if (!exprNode) {
+      const { rule, diagnostic } = unlistedRule(span, handle);
+      this.src.diagnostics.push(diagnostic);
+      entry.rules.push(rule);
+      return;
+    }
+    const stmts = this.stmts.readList(exprNode, table.family);
     for (const stmt of stmts) {
       // Set statements only: a map update (`update @m { k : v }`) does not make the map dynamic
       // (src/evaluate.c `stmt_evaluate_map` leaves the flags alone).

@@ -9,10 +9,11 @@ import { LineIndex } from '../../model/line-index.js';
 import { keyTypeDatatype, typeSetElement } from '../../model/datatypes.js';
 import { resolvePriorityName } from '../../model/priorities.js';
 import {
-  buildExpr, buildSetLiteral, endLineOf, firstChild, kids, nameText, node, nodes, numberOf, spanOfNode, spanOfToken, spanTo, tok,
+  buildExpr, buildSetLiteral, endLineOf, firstChild, kids, lineIndexOf, nameText, node, nodes, numberOf, spanAt, spanOfNode, spanOfToken, spanTo, tok,
   unquote, type ChunkPos, type ExprEnv,
 } from './build-nft-expr.js';
 import { buildLimit, buildQuota, buildStmt, commentOf } from './build-nft-stmt.js';
+import { unlistedRule } from '../unlisted-rule.js';
 
 // CST items → model. The grammar is flat (see nft-grammar.ts); this builder keeps the block stack
 // (table → chain/set/flowtable/object), checks where each item may appear, merges repeated
@@ -99,6 +100,9 @@ export class NftAstBuilder implements ExprEnv {
   pos: ChunkPos = { file: '<input>', text: '', base: 0, baseLine: 1, lines: new LineIndex(''), ownStart: 0, ownEnd: 0 };
   /** Handles by chunk-local line (`# handle N` comments). */
   handles = new Map<number, number>();
+  /** Chunk-local lines holding a `# handle N` and nothing else, in order: a rule nft could not
+   * list (placeUnlistedRules). */
+  unlisted: number[] = [];
   private readonly tables = new Map<string, TableB>();
   private readonly stack: Block[] = [];
   private readonly defines = new Map<string, Expr>();
@@ -175,10 +179,26 @@ export class NftAstBuilder implements ExprEnv {
 
   /** Builds one `item` CST node. */
   item(item: CstNode): void {
+    if (this.unlisted.length > 0) this.placeUnlistedRules(item.location!.startOffset);
     this.buildItem(item);
     if (this.boundChain) {
       this.stack.push(this.boundChain);
       this.boundChain = undefined;
+    }
+  }
+
+  /** The rules nft printed only the handle of (unlistedRule) on lines before the item at
+   * `offset`, into the chain they are in. */
+  private placeUnlistedRules(offset: number): void {
+    const line = lineIndexOf(this.pos, offset) + 1;
+    while (this.unlisted.length > 0 && this.unlisted[0]! < line) {
+      const at = this.unlisted.shift()!;
+      const block = this.top();
+      if (block?.kind !== 'chain') continue;
+      const hash = this.pos.text.indexOf('#', this.pos.lines.startOf(at - 1));
+      const { rule, diagnostic } = unlistedRule(spanAt(this.pos, hash, this.pos.text.indexOf('\n', hash) - 1), this.handleAt(at));
+      this.diagnostics.push(diagnostic);
+      block.chain.rules.push(rule);
     }
   }
 

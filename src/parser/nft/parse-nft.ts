@@ -107,11 +107,16 @@ function lexChunk(builder: NftAstBuilder, diagnostics: Diagnostic[]): IToken[] {
   }
   retypeKeywords(lexed.tokens);
   const handles = new Map<number, number>();
+  const unlisted: number[] = [];
   for (const c of lexed.groups.comments ?? []) {
     const m = HANDLE_COMMENT.exec(c.image);
-    if (m) handles.set(lineIndexOf(pos, c.startOffset) + 1, Number(m[1]));
+    if (!m) continue;
+    const line = lineIndexOf(pos, c.startOffset) + 1;
+    handles.set(line, Number(m[1]));
+    if (pos.text.slice(pos.lines.startOf(line - 1), c.startOffset).trim() === '') unlisted.push(line);
   }
   builder.handles = handles;
+  builder.unlisted = unlisted;
   return lexed.tokens;
 }
 

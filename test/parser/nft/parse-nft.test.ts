@@ -248,6 +248,18 @@ describe('parseNft', () => {
     expect(r.diagnostics.map((d) => d.code)).toEqual(kinds.some((k) => k.startsWith('unsupported')) ? ['unsupported'] : []);
   });
 
+  // nft 1.0.6 -a lists `ct label { 5, 70 } numgen random mod 3 vmap { … }` as its handle alone
+  // (checked on Linux 6.18; stderr: `Unknown data type in set key 30`).
+  it('keeps a rule nft listed as its handle alone, as one it cannot know, in its place', () => {
+    const r = parseNft('table ip t { # handle 8\n\tchain c { # handle 1\n\t\taccept # handle 3\n\t\t # handle 4\n\t\tdrop # handle 5\n\t}\n}\n');
+    expect(chainOf(r.ruleset, 'c').rules.map((x) => [x.handle, x.stmts.map(show).join(' ')])).toEqual([
+      [3, 'accept'],
+      [4, 'unsupported(# a rule nft could not list)'],
+      [5, 'drop'],
+    ]);
+    expect(r.diagnostics.map((d) => [d.code, d.span?.line, d.span?.column])).toEqual([['unlisted-rule', 4, 4]]);
+  });
+
   it('keeps raw comments with embedded quotes', () => {
     const r = parseNft('table ip t {\n\tchain c {\n\t\taccept comment "say "hi"\\there" # handle 9\n\t}\n}\n');
     const rule = chainOf(r.ruleset, 'c').rules[0]!;
