@@ -399,7 +399,7 @@ function trackConnection(ctx: SimContext, { entry, direction }: CtMatch): 'attac
   let counted = true;
   if (entry.tcp) {
     const verdict = trackTcp(entry.tcp, direction, ctx.pkt.tcpFlags, seenReply, (entry.status & IPS.assured) !== 0);
-    counted = verdict !== 'ignored';
+    counted = verdict !== 'ignored' && verdict !== 'uncounted';
     if (verdict === 'invalid') {
       ctx.ct.state = 'invalid';
       return 'invalid';
@@ -409,7 +409,7 @@ function trackConnection(ctx: SimContext, { entry, direction }: CtMatch): 'attac
     if (verdict === 'assured') entry.status |= IPS.assured;
   }
   // nf_ct_refresh_acct at the end of the protocol's packet handler (nf_ct_kill_acct for a reset
-  // before any reply); an ignored TCP packet returns before it.
+  // before any reply); an ignored or uncounted TCP packet returns before it.
   if (counted) {
     entry.packets[direction] += 1;
     entry.bytes[direction] += ctx.pkt.length;

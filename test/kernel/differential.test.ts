@@ -1665,6 +1665,17 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: flows of conntra
 `;
 
   it.each([
+    // "do not renew timeout on SYN retransmit": a SYN in SYN_SENT counts nothing (seed 1876352365).
+    {
+      name: 'TCP: a SYN again before any reply, the same or with a new sequence, counts no packet',
+      rulesets: rules('table inet c {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    ct original packets 1 meta mark set mark or 0x1\n    ct original packets 2 meta mark set mark or 0x2\n    ct original bytes 40 meta mark set mark or 0x4\n    ct reply packets 1 meta mark set mark or 0x8\n  }\n}\n'),
+      packets: [syn80, syn80, { ...syn80, tcpSeq: DEFAULT_SEQ + 0x10000 }, { reply: true }],
+    },
+    {
+      name: "TCP: the server's SYN before any reply (a simultaneous open) counts no packet",
+      rulesets: rules('table inet c {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    ct reply packets 0 meta mark set mark or 0x1\n    ct reply packets 1 meta mark set mark or 0x2\n    ct original packets 1 meta mark set mark or 0x4\n  }\n}\n'),
+      packets: [syn80, { reply: true, tcpFlags: 'syn', tcpSeq: REPLY_SEQ }, { ...syn80, tcpFlags: 'syn,ack', tcpAck: REPLY_SEQ + 1 }],
+    },
     { name: 'UDP: a second packet before the reply is still new, then established', rulesets: rules(STATES), packets: [udp, udp, { reply: true }, udp, { reply: true }] },
     { name: 'TCP: a retransmitted SYN before the reply stays new', rulesets: rules(STATES), packets: [syn80, syn80, { reply: true }, ack80] },
     { name: 'TCP: a retransmitted SYN-ACK from the server', rulesets: rules(STATES), packets: [syn80, { reply: true }, serverSynAck, ack80] },
