@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { findNodeAtLocation, getNodeValue, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
-import { isMap, isScalar, isSeq, parseDocument } from 'yaml';
+import { isMap, isScalar, isSeq, parseDocument, visit } from 'yaml';
 import type { Span } from '../model/ast.js';
 import type { Diagnostic } from '../model/diagnostic.js';
 import { LineIndex } from '../model/line-index.js';
@@ -235,7 +235,8 @@ function scanMembers(text: string, start: number, nested?: Map<number, JsonConta
 function parseYaml(text: string, file: string, fail: Fail): { value: unknown; locate: Locate } | undefined {
   const doc = parseDocument(text, { prettyErrors: false });
   if (doc.errors.length > 0) {
-    for (const e of doc.errors) fail('yaml', `YAML: ${e.message}`, { offset: e.pos[0], length: Math.max(0, e.pos[1] - e.pos[0]) });
+    // The yaml library reports a document nested past the stack with the engine's message.
+    for (const e of doc.errors) fail('yaml', `YAML: ${/call stack/i.test(e.message) ? 'nesting too deep' : e.message}`, { offset: e.pos[0], length: Math.max(0, e.pos[1] - e.pos[0]) });
     return undefined;
   }
   if (doc.contents === null) return fail('yaml', `${file} is empty`);
@@ -257,8 +258,20 @@ function parseYaml(text: string, file: string, fail: Fail): { value: unknown; lo
     }
     return range ? { offset: range[0], length: range[1] - range[0] } : undefined;
   };
-  return { value: doc.toJS({ maxAliasCount: 100 }), locate };
+  try {
+    return { value: doc.toJS({ maxAliasCount: MAX_YAML_ALIASES }), locate };
+  } catch (e) {
+    if (!(e instanceof ReferenceError)) throw e;
+    let alias: [number, number, number] | undefined;
+    visit(doc, { Alias: (_, node) => ((alias = node.range ?? undefined), visit.BREAK) });
+    return fail('yaml', `YAML: ${e.message}`, alias && { offset: alias[0], length: alias[1] - alias[0] });
+  }
 }
+
+/** The yaml library's guard against files whose aliases expand exponentially ("billion
+ * laughs"): it counts the nodes the aliases stand for. A scenario reusing one packet or host a
+ * few hundred times stays far below it. */
+const MAX_YAML_ALIASES = 10_000;
 
 /** The field errors of a read value as diagnostics at their place in the file. */
 export function inputDiagnostics(errors: readonly InputError[], input: InputFile): Diagnostic[] {

@@ -74,3 +74,20 @@ describe('parseInputText on strict JSON', () => {
     expect(diagnostics[0]).toMatchObject({ severity: 'error', code: 'json', span: { line: 2, column: 9 } });
   });
 });
+
+describe('parseInputText on YAML aliases', () => {
+  it('reads a packet reused by an alias a few hundred times', () => {
+    const text = `packets:\n  - &p {dst: 192.0.2.10}\n${'  - *p\n'.repeat(300)}`;
+    const value = parseInputText('s.yaml', text, [])!.value as { packets: unknown[] };
+    expect(value.packets).toHaveLength(301);
+  });
+
+  it('refuses aliases that expand exponentially, at the first alias', () => {
+    const levels = ['a: &a [x, x, x, x, x, x, x, x, x]'];
+    for (const [i, name] of ['b', 'c', 'd', 'e', 'f'].entries()) levels.push(`${name}: &${name} [${Array(9).fill(`*${'abcde'[i]}`).join(', ')}]`);
+    const diagnostics: Diagnostic[] = [];
+    expect(parseInputText('s.yaml', levels.join('\n'), diagnostics)).toBeUndefined();
+    expect(diagnostics).toMatchObject([{ severity: 'error', code: 'yaml', span: { line: 2, column: 8 } }]);
+    expect(diagnostics[0]!.message).toContain('alias');
+  });
+});

@@ -38,6 +38,11 @@ interface Frame {
 
 const PARSE_OPTIONS = { disallowComments: true, allowTrailingComma: false } as const;
 
+/** How deep arrays and objects may nest: nft's listings nest a few levels (a concatenation in a
+ * set element in a map, about a dozen at most); the readers of the tree recurse, and a document
+ * nested thousands deep would overflow the stack instead of getting an error. */
+export const MAX_JSON_DEPTH = 100;
+
 export class JsonTreeParser {
   constructor(private readonly text: string) {}
 
@@ -79,6 +84,10 @@ export class JsonTreeParser {
     };
     const open = (type: Frame['type'], offset: number): void => {
       if (error) return;
+      if (stack.length >= MAX_JSON_DEPTH) {
+        error = { message: `nesting deeper than ${MAX_JSON_DEPTH} levels`, offset, length: 1 };
+        return;
+      }
       const isObject = type === 'object';
       stack.push({ type, offset, children: [], keys: isObject ? [] : undefined, keyOffsets: isObject ? [] : undefined });
     };
@@ -107,7 +116,13 @@ export class JsonTreeParser {
         error ??= { message: describeParseError(printParseErrorCode(code)), offset, length };
       },
     };
-    visit(this.text, visitor, PARSE_OPTIONS);
+    try {
+      visit(this.text, visitor, PARSE_OPTIONS);
+    } catch (e) {
+      // jsonc-parser's scanner recurses too: on a document nested thousands deep it overflows the
+      // stack after the error above was set, which is the one to report.
+      if (!(e instanceof RangeError) || !error) throw e;
+    }
     return error;
   }
 }

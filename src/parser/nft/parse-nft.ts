@@ -7,7 +7,7 @@ import { NftAstBuilder } from './build-nft-ast.js';
 import { LineIndex } from '../../model/line-index.js';
 import { lineIndexOf, spanAt, spanOfToken } from './build-nft-expr.js';
 import { blockBraceAt, nftParser } from './nft-grammar.js';
-import { LBrace, Newline, nftLexer, RBrace, retypeKeywords, Semicolon } from './nft-tokens.js';
+import { LBrace, LBracket, LParen, Newline, nftLexer, RBrace, RBracket, retypeKeywords, RParen, Semicolon } from './nft-tokens.js';
 import { splitNftChunks } from './split-nft-chunks.js';
 
 // nft text → model. The text is cut into chunks of whole lines (split-nft-chunks.ts); each chunk
@@ -106,6 +106,11 @@ function lexChunk(builder: NftAstBuilder, diagnostics: Diagnostic[]): IToken[] {
     });
   }
   retypeKeywords(lexed.tokens);
+  const tooDeep = firstTooDeep(lexed.tokens);
+  if (tooDeep) {
+    diagnostics.push({ severity: 'error', code: 'syntax', message: `nesting deeper than ${MAX_NFT_DEPTH} levels`, span: spanOfToken(pos, tooDeep) });
+    return [];
+  }
   const handles = new Map<number, number>();
   const unlisted: number[] = [];
   for (const c of lexed.groups.comments ?? []) {
@@ -118,6 +123,22 @@ function lexChunk(builder: NftAstBuilder, diagnostics: Diagnostic[]): IToken[] {
   builder.handles = handles;
   builder.unlisted = unlisted;
   return lexed.tokens;
+}
+
+/** How deep braces, parentheses and brackets may nest: a listing nests a few levels (table,
+ * chain, a set in a rule, a concatenation in it); the parser and the builder recurse, and input
+ * nested hundreds deep would overflow the stack instead of getting an error. */
+const MAX_NFT_DEPTH = 64;
+
+/** The first opening token nested deeper than MAX_NFT_DEPTH, if any. */
+function firstTooDeep(tokens: readonly IToken[]): IToken | undefined {
+  let depth = 0;
+  for (const t of tokens) {
+    if (tokenMatcher(t, LBrace) || tokenMatcher(t, LParen) || tokenMatcher(t, LBracket)) {
+      if (++depth > MAX_NFT_DEPTH) return t;
+    } else if (tokenMatcher(t, RBrace) || tokenMatcher(t, RParen) || tokenMatcher(t, RBracket)) depth--;
+  }
+  return undefined;
 }
 
 function parseChunk(builder: NftAstBuilder, diagnostics: Diagnostic[], pos: NftAstBuilder['pos']): void {

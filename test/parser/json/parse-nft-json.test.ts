@@ -471,6 +471,8 @@ describe('malformed input', () => {
     ['a trailing comma', '{"nftables": [{"table": {"name": "t",}}]}', 1, 38, 'property name expected'],
     ['truncated input', '{"nftables": [', 1, 15, 'close bracket expected'],
     ['an unquoted word', '{"nftables": [table]}', 1, 15, 'invalid symbol'],
+    // Deeper than the stack would go: an error, not a crash.
+    ['arrays nested 10,000 deep', `{"nftables": [${'['.repeat(10_000)}${']'.repeat(10_000)}]}`, 1, 113, 'nesting deeper than 100 levels'],
   ])('%s is an error at its position', (_name, text, line, column, message) => {
     const { diagnostics } = parseNftJson(text, { file: 'bad.json' });
     expect(diagnostics[0]).toMatchObject({ severity: 'error', code: 'syntax', span: { file: 'bad.json', line, column } });

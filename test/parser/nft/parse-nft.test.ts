@@ -260,6 +260,14 @@ describe('parseNft', () => {
     expect(r.diagnostics.map((d) => [d.code, d.span?.line, d.span?.column])).toEqual([['unlisted-rule', 4, 4]]);
   });
 
+  it.each([
+    ['braces', '{', '}'],
+    ['parentheses', '(', ')'],
+  ])('refuses %s nested hundreds deep with an error, not a crash', (_, open, close) => {
+    const r = parseNft(`table ip t {\n\tchain c {\n\t\tip saddr ${open.repeat(2000)}1.2.3.4${close.repeat(2000)} accept\n\t}\n}\n`);
+    expect(r.diagnostics).toMatchObject([{ severity: 'error', code: 'syntax', message: 'nesting deeper than 64 levels', span: { line: 3, column: 74 } }]);
+  });
+
   it('keeps raw comments with embedded quotes', () => {
     const r = parseNft('table ip t {\n\tchain c {\n\t\taccept comment "say "hi"\\there" # handle 9\n\t}\n}\n');
     const rule = chainOf(r.ruleset, 'c').rules[0]!;
