@@ -7,7 +7,9 @@
 // loaded and the statement's own stateful statements, or the set's when it has none (set-level
 // statements are cloned into every element, static ones too). Then it runs the element's
 // statements: a limit or quota they exceed breaks the rule. `delete` takes the element out, the
-// set's own ones included. What the run changed lives in its state (lookup-element.ts
+// set's own ones included, but its slot stays taken until the set's garbage collection runs,
+// about a second later: taken for the rest of the packet, and an add of a later packet that only
+// those slots keep out is not modelled, since a run has no clock. What the run changed lives in its state (lookup-element.ts
 // DynamicSet), and each limit or quota of an element counts for that element alone.
 
 import type { ElementExpr, Expr, KeyType, NamedSet, SetLiteral, SetOpStmt, SetRef, Stmt, Table } from '../model/ast.js';
@@ -20,7 +22,7 @@ import { isCtCountPassed } from './conn-count.js';
 import { dynamicSetOf, lookupElement, type DynamicSet } from './lookup-element.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
-const EMPTY: DynamicSet = { added: [], deleted: new Set() };
+const EMPTY: DynamicSet = { added: [], deleted: new Set(), dead: [] };
 
 export function evaluateSetOp(stmt: SetOpStmt, ctx: SimContext): RuleResult | undefined {
   const named = namedSet(stmt.set, ctx);
@@ -34,23 +36,28 @@ export function evaluateSetOp(stmt: SetOpStmt, ctx: SimContext): RuleResult | un
   const existing = lookupElement(ref, key, keyExpr, ctx);
   const dynamic = dynamicSetOf(named, ctx) ?? EMPTY;
   if (stmt.op === 'delete') {
-    if (existing) ctx.dynamicSets.set(named, [withoutElement(dynamic, existing)]);
+    if (existing) ctx.dynamicSets.set(named, [withoutElement(dynamic, existing, ctx.pkt)]);
     return undefined;
   }
   let element = existing;
   if (!element) {
-    const count = (named.elements?.length ?? 0) - dynamic.deleted.size + dynamic.added.length;
-    if (named.size !== undefined && count >= named.size) return NO_MATCH;
+    const live = (named.elements?.length ?? 0) - dynamic.deleted.size + dynamic.added.length;
+    const deadNow = dynamic.dead.filter((by) => by === ctx.pkt).length;
+    if (named.size !== undefined && live + deadNow >= named.size) return NO_MATCH;
+    if (named.size !== undefined && live + dynamic.dead.length >= named.size) {
+      throw new NotModelled(`adding to set ${named.name}, full until the kernel's garbage collection (about a second after a delete) frees the slots of deleted elements`);
+    }
     element = { kind: 'element', span: stmt.span, key: keyExpr, ...(data && { data }), ...(stmt.element.stmts && { stmts: stmt.element.stmts }) };
-    ctx.dynamicSets.set(named, [{ added: [...dynamic.added, { key, element }], deleted: dynamic.deleted }]);
+    ctx.dynamicSets.set(named, [{ ...dynamic, added: [...dynamic.added, { key, element }] }]);
   }
   return passesElementStatements(element, named, ctx) ? undefined : NO_MATCH;
 }
 
-function withoutElement(dynamic: DynamicSet, element: ElementExpr): DynamicSet {
+function withoutElement(dynamic: DynamicSet, element: ElementExpr, by: object): DynamicSet {
   const added = dynamic.added.filter((a) => a.element !== element);
-  if (added.length < dynamic.added.length) return { added, deleted: dynamic.deleted };
-  return { added, deleted: new Set([...dynamic.deleted, element]) };
+  const dead = [...dynamic.dead, by];
+  if (added.length < dynamic.added.length) return { added, deleted: dynamic.deleted, dead };
+  return { added, deleted: new Set([...dynamic.deleted, element]), dead };
 }
 
 /** A constant key or data of a dynset, typed as the set's key or the map's data, as nft types

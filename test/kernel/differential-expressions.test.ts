@@ -129,6 +129,7 @@ const NFT_FEATURES: readonly ExpressionCase[] = [
   { name: 'add @set with limit over (meter): first packet is not over', rules: 'add @d { ip saddr limit rate over 1/hour burst 5 packets } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; flags dynamic;\n  }\n' },
   { name: 'add @set with quota below the packet (meter)', rules: 'add @d { ip saddr quota 10 bytes } accept', packet: SYN, extra: DYN },
   { name: 'add @set to a full set', rules: 'add @d { ip saddr } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; size 1; flags dynamic;\n    elements = { 10.0.0.1 }\n  }\n' },
+  { name: 'a deleted element holds its slot for the rest of the packet', rules: 'delete @d { ip saddr }\n    add @d { ip saddr } accept', packet: SYN, extra: '  set d {\n    type ipv4_addr; size 1; flags dynamic;\n    elements = { 192.0.2.99 }\n  }\n' },
   { name: 'not-inverted dynset with limit under (meter) then lookup', rules: 'add @d { ip saddr limit rate over 1/hour burst 5 packets }\n    ip saddr @d accept', packet: SYN, extra: DYN },
   { name: 'dynset with limit over, then a dynset of the key again', rules: 'add @d { ip saddr limit rate over 1/hour burst 5 packets }\n    add @d { ip saddr limit rate over 1/hour burst 5 packets }\n    accept', packet: SYN, extra: DYN },
   { name: 'set-level quota on a static element, lookup', rules: 'ip saddr @s accept', packet: SYN, extra: '  set s {\n    type ipv4_addr;\n    quota 10 bytes;\n    elements = { 192.0.2.99 }\n  }\n' },

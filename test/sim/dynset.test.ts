@@ -22,6 +22,8 @@ describe('dynamic sets', () => {
     ['add, then delete, leaves nothing', DYNAMIC, 'add @d { ip saddr }\n\t\tdelete @d { ip saddr }\n\t\tip saddr != @d meta mark set 1', '0x00000001'],
     // 'add @set to a full set': a new element beyond `size` breaks the rule.
     ['add to a full set breaks the rule', 'set d { type ipv4_addr; size 1; flags dynamic; elements = { 10.0.0.1 } }', 'add @d { ip saddr } meta mark set 1', '0x00000000'],
+    // 'a deleted element holds its slot for the rest of the packet': the delete only marks it dead.
+    ['a deleted element keeps its slot for the packet', 'set d { type ipv4_addr; size 1; flags dynamic; elements = { 192.0.2.99 } }', 'delete @d { ip saddr }\n\t\tadd @d { ip saddr } meta mark set 1', '0x00000000'],
     ['add of an element a full set has goes on', 'set d { type ipv4_addr; size 1; flags dynamic; elements = { 192.0.2.99 } }', 'add @d { ip saddr } meta mark set 1', '0x00000001'],
     // 'dynamic map: add then map lookup', 'dynamic map with data from the packet': the element
     // keeps the data the dynset loaded.
