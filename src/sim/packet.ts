@@ -251,10 +251,10 @@ function sourceFor(host: Host, oif: string | undefined, family: AddressFamily): 
 
 function readProtocol(reader: FieldReader, value: unknown, path: FieldPath, family: AddressFamily): number | undefined {
   if (value === undefined) return L4_NUMBERS.tcp;
-  if (typeof value === 'number') return reader.unsigned(value, path, 8);
-  if (typeof value !== 'string') return reader.fail(path, 'expected a protocol name or number');
-  const n = L4_NUMBERS[value] ?? symbolValue('inet_proto', value);
-  if (n === undefined) return reader.fail(path, `unknown protocol '${value}'`);
+  if (typeof value !== 'number' && typeof value !== 'string') return reader.fail(path, 'expected a protocol name or number');
+  const n = typeof value === 'number' ? reader.unsigned(value, path, 8) : (L4_NUMBERS[value] ?? symbolValue('inet_proto', value));
+  if (n === undefined) return typeof value === 'number' ? undefined : reader.fail(path, `unknown protocol '${value}'`);
+  // ICMP (1) and ICMPv6 (58), by name or number, must go with the addresses' family.
   if ((n === 1 && family === 'ip6') || (n === 58 && family === 'ip')) return reader.fail(path, `'${value}' does not go with ${family === 'ip' ? 'IPv4' : 'IPv6'} addresses`);
   return n;
 }

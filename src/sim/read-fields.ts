@@ -23,14 +23,22 @@ export class FieldReader {
     return undefined;
   }
 
-  /** The object at `path`, after checking it has no key outside `known`. */
-  object(value: unknown, path: FieldPath, known: readonly string[]): Record<string, unknown> | undefined {
+  /** The object at `path`, after checking it has no key outside `known`, and, unless `nulls` is
+   * 'kept' (`ip -j` prints a flag as null), no null value. */
+  object(value: unknown, path: FieldPath, known: readonly string[], nulls: 'refused' | 'kept' = 'refused'): Record<string, unknown> | undefined {
     if (typeof value !== 'object' || value === null || Array.isArray(value)) return this.fail(path, 'expected an object');
     const record = value as Record<string, unknown>;
+    let nullKeys: string[] | undefined;
     for (const key of Object.keys(record)) {
       if (!known.includes(key)) this.fail([...path, key], `unknown field (expected one of ${known.join(', ')})`);
+      // A null (YAML's `key:` with nothing after it) is no value; a default is had by leaving
+      // the field out. Its one error is this: the field's reader does not see it.
+      else if (record[key] === null && nulls === 'refused') {
+        this.fail([...path, key], 'expected a value, not null (leave the field out for its default)');
+        (nullKeys ??= []).push(key);
+      }
     }
-    return record;
+    return nullKeys ? Object.fromEntries(Object.entries(record).filter(([key]) => !nullKeys.includes(key))) : record;
   }
 
   array(value: unknown, path: FieldPath): readonly unknown[] | undefined {

@@ -79,7 +79,7 @@ export function readRules(reader: FieldReader, value: unknown, path: FieldPath, 
   const rules: HostRule[] = [];
   for (const [i, item] of (reader.array(value, path) ?? []).entries()) {
     const at = [...path, i];
-    const record = reader.object(item, at, [...RULE_FIELDS, ...IGNORED_FIELDS, ...UNMODELLED_SELECTORS, ...RANGE_ENDS]);
+    const record = reader.object(item, at, [...RULE_FIELDS, ...IGNORED_FIELDS, ...UNMODELLED_SELECTORS, ...RANGE_ENDS], 'kept');
     if (!record) continue;
     const unmodelled = UNMODELLED_SELECTORS.find((field) => record[field] !== undefined);
     if (unmodelled) {

@@ -106,7 +106,15 @@ function readExpectation(reader: FieldReader, value: unknown, path: FieldPath): 
     if (record[field] === undefined) return undefined;
     // YAML reads an unquoted 0x4000 as a number.
     const s = typeof record[field] === 'number' ? String(record[field]) : reader.string(record[field], [...path, field]);
-    if (s !== undefined && !MASKED.test(s)) return reader.fail([...path, field], 'expected "V" or "V/M" (0x… or decimal)');
+    if (s !== undefined && (!MASKED.test(s) || s.split('/').some((n) => Number(n) > 0xffffffff))) {
+      return reader.fail([...path, field], 'expected "V" or "V/M" (0x… or decimal, 32 bits)');
+    }
+    return s;
+  };
+  const endpoint = (field: 'dst' | 'src'): string | undefined => {
+    if (record[field] === undefined) return undefined;
+    const s = reader.string(record[field], [...path, field]);
+    if (s !== undefined && !canonicalEndpoint(s)) return reader.fail([...path, field], 'expected an address, "a.b.c.d:port" or "[v6]:port"');
     return s;
   };
   let nat: Expectation['nat'];
@@ -120,8 +128,8 @@ function readExpectation(reader: FieldReader, value: unknown, path: FieldPath): 
   const disposition = oneOf('disposition', DISPOSITIONS) as Outcome['disposition'] | undefined;
   const verdict = oneOf('verdict', ['accept', 'drop', 'reject', 'queue']) as Outcome['verdict'] | undefined;
   const oif = record.oif === undefined ? undefined : reader.string(record.oif, [...path, 'oif']);
-  const dst = record.dst === undefined ? undefined : reader.string(record.dst, [...path, 'dst']);
-  const src = record.src === undefined ? undefined : reader.string(record.src, [...path, 'src']);
+  const dst = endpoint('dst');
+  const src = endpoint('src');
   const mark = masked('mark');
   const ctMark = masked('ctMark');
   return {
@@ -162,11 +170,23 @@ export function checkExpectation(outcome: Outcome, expect: Expectation): string[
     const expected = expect[side];
     if (expected === undefined) continue;
     // A bare address compares the address; `addr:port` / `[addr]:port` the endpoint.
-    const address = parseAddress(expected);
-    const actual = address ? outcome.packet[side] : endpointText(outcome.packet, side);
-    if (actual !== (address ? formatAddress(address) : expected)) want(side, expected, actual);
+    const canonical = canonicalEndpoint(expected);
+    const actual = canonical?.port === false ? outcome.packet[side] : endpointText(outcome.packet, side);
+    if (actual !== (canonical?.text ?? expected)) want(side, expected, actual);
   }
   return failures;
+}
+
+/** An expected `src`/`dst` as outcomes print it: an address, or an endpoint `a.b.c.d:port` /
+ * `[v6]:port` (`port`: it has one); undefined when it is neither. */
+function canonicalEndpoint(text: string): { text: string; port: boolean } | undefined {
+  const m = /^(?:\[([^\]]+)\]|([^:]+)):(\d{1,5})$/.exec(text);
+  const address = parseAddress(m ? (m[1] ?? m[2]!) : text);
+  if (!address) return undefined;
+  if (!m) return { text: formatAddress(address), port: false };
+  const bracketed = m[1] !== undefined;
+  if (Number(m[3]) > 65535 || bracketed !== (address.family === 'ip6')) return undefined;
+  return { text: bracketed ? `[${formatAddress(address)}]:${Number(m[3])}` : `${formatAddress(address)}:${Number(m[3])}`, port: true };
 }
 
 function endpointText(packet: Outcome['packet'], side: 'src' | 'dst'): string {

@@ -20,6 +20,12 @@ describe('scenario flows', () => {
     ['an unknown flow field', { flows: [{ packets: [], pakets: [] }] }, /flows\[0\]\.pakets: unknown field/],
     ['a case without packet', { flows: [{ packets: [{ name: 'x' }] }] }, /flows\[0\]\.packets\[0\]\.packet: required/],
     ['a bad src expectation', { flows: [{ packets: [{ packet: UDP, expect: { src: 1 } }] }] }, /expect\.src: expected a string/],
+    // Values no outcome can have are input errors (exit 2), not failed expectations (exit 1).
+    ['a port out of range', { flows: [{ packets: [{ packet: UDP, expect: { dst: '1.2.3.4:99999' } }] }] }, /expect\.dst: expected an address, "a\.b\.c\.d:port" or "\[v6\]:port"/],
+    ['an address that is none', { flows: [{ packets: [{ packet: UDP, expect: { src: '1.2.3.999' } }] }] }, /expect\.src: expected an address/],
+    ['a port without an address', { flows: [{ packets: [{ packet: UDP, expect: { dst: ':80' } }] }] }, /expect\.dst: expected an address/],
+    ['an IPv4 endpoint in brackets', { flows: [{ packets: [{ packet: UDP, expect: { dst: '[192.0.2.1]:80' } }] }] }, /expect\.dst: expected an address/],
+    ['a mark beyond 32 bits', { flows: [{ packets: [{ packet: UDP, expect: { mark: '0x1ffffffff' } }] }] }, /expect\.mark: expected "V" or "V\/M" \(0x… or decimal, 32 bits\)/],
   ])('names the field for %s', (_name, value, message) => {
     expect(readScenario(value).errors.map((e) => e.message).join('\n')).toMatch(message);
   });

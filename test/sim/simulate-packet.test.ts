@@ -807,6 +807,16 @@ describe('simulatePacket input', () => {
     const result = simulatePacket(parse(''), { host: HOST, packet: { iif: 'eth0', src: '192.0.2.99', dst: '192.0.2.10', ...fields } as never });
     expect(result.errors!.map((e) => e.message)).toEqual([expect.stringContaining(message)]);
   });
+
+  it.each([
+    ['a null field', { dport: null }, 'packet.dport: expected a value, not null'],
+    ['ICMPv6 by number with IPv4 addresses', { protocol: 58 }, "packet.protocol: '58' does not go with IPv4 addresses"],
+    ['ICMP by name with IPv6 addresses', { protocol: 'icmp', src: '2001:db8::99', dst: '2001:db8::10' }, "packet.protocol: 'icmp' does not go with IPv6 addresses"],
+    ['a protocol number past 8 bits', { protocol: 256 }, 'packet.protocol'],
+  ])('refuses %s', (_name, fields, message) => {
+    const result = simulatePacket(parse(''), { host: HOST, packet: { iif: 'eth0', src: '192.0.2.99', dst: '192.0.2.10', ...fields } as never });
+    expect(result.errors!.map((e) => e.message)).toEqual([expect.stringContaining(message)]);
+  });
 });
 
 // A TCP packet's MSS option, as a real client's SYN carries one: `tcpMss`, 4 bytes more of header
