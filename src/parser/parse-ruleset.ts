@@ -8,6 +8,7 @@ import { IptablesLowering } from '../model/lower-iptables.js';
 import { mergeNode, type NodeInput, type TableId } from '../model/merge-node.js';
 import type { Diagnostic } from '../model/diagnostic.js';
 import { earlierChainsOf, type EarlierChainLookup } from '../model/compose-rulesets.js';
+import { valueRangeErrors } from '../model/value-range-errors.js';
 
 export interface ParseRulesetOptions extends ParseOptions {
   readonly format?: 'auto' | InputFormat;
@@ -33,9 +34,9 @@ export function parseRuleset(input: string | readonly NodeSource[], options: Par
   const format = !options.format || options.format === 'auto' ? detectFormat(text) : options.format;
   switch (format) {
     case 'nft':
-      return parseNft(text, options);
+      return withValueRangeErrors(parseNft(text, options));
     case 'json':
-      return parseNftJson(text, options);
+      return withValueRangeErrors(parseNftJson(text, options));
     case 'iptables': {
       // Lowered while read: the parser's nodes of a large dump never pile up (IptablesDumpSink).
       const lowering = new IptablesLowering(options.earlier ? { earlier: options.earlier } : {});
@@ -53,6 +54,13 @@ export function parseRuleset(input: string | readonly NodeSource[], options: Par
       return exhaustive;
     }
   }
+}
+
+/** An nft listing or script with the errors nft would give for constants too wide for their
+ * type (iptables-restore refuses those itself, and iptables input is read as it does). */
+function withValueRangeErrors(result: ParseResult): ParseResult {
+  const errors = valueRangeErrors(result.ruleset);
+  return errors.length === 0 ? result : { ...result, diagnostics: [...result.diagnostics, ...errors] };
 }
 
 /** Parses the files a node was captured as (`nft list ruleset`, `iptables-save`,

@@ -1,0 +1,71 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseRuleset } from '../../src/index.js';
+import { createNamespace, deleteNamespace, findKernelSkipReason, runInNamespace } from '../kernel/helpers/network-namespace.mjs';
+
+// Constants too wide for their type: nft refuses the ruleset (`nft -c -f`, the last describe
+// checks each row against it), and so does nftsim, with the constant's location.
+
+const SETS = `
+  set ports { typeof tcp dport; elements = { 65535 } }
+  set pairs { typeof ip saddr . tcp dport; elements = { 10.0.0.1 . 80 } }
+  set wide { typeof tcp dport; elements = { 70000 } }`;
+
+function ruleset(rule: string, sets = ''): string {
+  return `table ip t {${sets}\n  chain c {\n    type filter hook input priority 0; policy accept;\n    ${rule}\n  }\n}\n`;
+}
+
+const ROWS: readonly (readonly [rule: string, error: string | undefined, sets?: string])[] = [
+  ['tcp dport 65535 accept', undefined],
+  ['tcp dport 65536 accept', 'value 65536 exceeds the range 0-65535 of its 16-bit type inet_service'],
+  ['tcp dport { 22, 99999 } accept', 'value 99999 exceeds the range 0-65535'],
+  ['tcp dport 1000-70000 accept', 'value 70000 exceeds the range 0-65535'],
+  ['ip saddr 10.0.0.0/32 accept', undefined],
+  ['ip saddr 10.0.0.0/33 accept', 'prefix length 33 is too long for the 32-bit type ipv4_addr'],
+  ['meta mark 0xffffffff accept', undefined],
+  ['meta mark 0x1ffffffff accept', 'value 0x1ffffffff exceeds the range 0-4294967295 of its 32-bit type mark'],
+  ['ip ttl 256 accept', 'value 256 exceeds the range 0-255 of its 8-bit type integer'],
+  ['ip saddr . tcp dport { 10.0.0.1 . 65536 } accept', 'value 65536 exceeds the range 0-65535'],
+  ['tcp dport @ports accept', undefined, SETS.split('\n').slice(0, 3).join('\n')],
+  ['tcp dport @wide accept', 'value 70000 exceeds the range 0-65535', SETS],
+];
+
+describe('constants too wide for their type', () => {
+  it.each(ROWS)('%s', (rule, error, sets) => {
+    const { diagnostics } = parseRuleset(ruleset(rule, sets), { file: 'r.nft' });
+    const errors = diagnostics.filter((d) => d.code === 'value-range');
+    expect(errors.map((d) => d.message)).toEqual(error ? [expect.stringContaining(error)] : []);
+    if (error) expect(errors[0]!.span).toMatchObject({ file: 'r.nft' });
+  });
+
+  it('points at the constant', () => {
+    const { diagnostics } = parseRuleset(ruleset('tcp dport 99999 accept'), { file: 'r.nft' });
+    expect(diagnostics.find((d) => d.code === 'value-range')?.span).toMatchObject({ line: 4, column: 15 });
+  });
+
+  it('checks nft -j listings too', () => {
+    const json = JSON.stringify({
+      nftables: [
+        { table: { family: 'ip', name: 't' } },
+        { chain: { family: 'ip', table: 't', name: 'c' } },
+        { rule: { family: 'ip', table: 't', chain: 'c', expr: [{ match: { op: '==', left: { payload: { protocol: 'tcp', field: 'dport' } }, right: 99999 } }] } },
+      ],
+    });
+    const { diagnostics } = parseRuleset(json, { file: 'r.json' });
+    expect(diagnostics.filter((d) => d.code === 'value-range').map((d) => d.message)).toEqual([expect.stringContaining('value 99999 exceeds')]);
+  });
+});
+
+const skipReason = findKernelSkipReason(['ip', 'nft']);
+
+describe.skipIf(skipReason !== undefined)('constants too wide for their type, as nft -c -f says', () => {
+  let ns = '';
+  beforeAll(() => {
+    ns = createNamespace('nftsim-range');
+  });
+  afterAll(() => deleteNamespace(ns));
+
+  it.each(ROWS)('%s', (rule, error, sets) => {
+    const result = runInNamespace(ns, ['nft', '-c', '-f', '-'], ruleset(rule, sets));
+    expect({ refused: result.status !== 0 }).toEqual({ refused: error !== undefined });
+  });
+});
