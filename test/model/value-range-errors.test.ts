@@ -14,23 +14,23 @@ function ruleset(rule: string, sets = ''): string {
   return `table ip t {${sets}\n  chain c {\n    type filter hook input priority 0; policy accept;\n    ${rule}\n  }\n}\n`;
 }
 
-const ROWS: readonly (readonly [rule: string, error: string | undefined, sets?: string])[] = [
-  ['tcp dport 65535 accept', undefined],
-  ['tcp dport 65536 accept', 'value 65536 exceeds the range 0-65535 of its 16-bit type inet_service'],
-  ['tcp dport { 22, 99999 } accept', 'value 99999 exceeds the range 0-65535'],
-  ['tcp dport 1000-70000 accept', 'value 70000 exceeds the range 0-65535'],
-  ['ip saddr 10.0.0.0/32 accept', undefined],
-  ['ip saddr 10.0.0.0/33 accept', 'prefix length 33 is too long for the 32-bit type ipv4_addr'],
-  ['meta mark 0xffffffff accept', undefined],
-  ['meta mark 0x1ffffffff accept', 'value 0x1ffffffff exceeds the range 0-4294967295 of its 32-bit type mark'],
-  ['ip ttl 256 accept', 'value 256 exceeds the range 0-255 of its 8-bit type integer'],
-  ['ip saddr . tcp dport { 10.0.0.1 . 65536 } accept', 'value 65536 exceeds the range 0-65535'],
-  ['tcp dport @ports accept', undefined, SETS.split('\n').slice(0, 3).join('\n')],
-  ['tcp dport @wide accept', 'value 70000 exceeds the range 0-65535', SETS],
+const ROWS: readonly { rule: string; error?: string; sets?: string }[] = [
+  { rule: 'tcp dport 65535 accept' },
+  { rule: 'tcp dport 65536 accept', error: 'value 65536 exceeds the range 0-65535 of its 16-bit type inet_service' },
+  { rule: 'tcp dport { 22, 99999 } accept', error: 'value 99999 exceeds the range 0-65535' },
+  { rule: 'tcp dport 1000-70000 accept', error: 'value 70000 exceeds the range 0-65535' },
+  { rule: 'ip saddr 10.0.0.0/32 accept' },
+  { rule: 'ip saddr 10.0.0.0/33 accept', error: 'prefix length 33 is too long for the 32-bit type ipv4_addr' },
+  { rule: 'meta mark 0xffffffff accept' },
+  { rule: 'meta mark 0x1ffffffff accept', error: 'value 0x1ffffffff exceeds the range 0-4294967295 of its 32-bit type mark' },
+  { rule: 'ip ttl 256 accept', error: 'value 256 exceeds the range 0-255 of its 8-bit type integer' },
+  { rule: 'ip saddr . tcp dport { 10.0.0.1 . 65536 } accept', error: 'value 65536 exceeds the range 0-65535' },
+  { rule: 'tcp dport @ports accept', sets: SETS.split('\n').slice(0, 3).join('\n') },
+  { rule: 'tcp dport @wide accept', error: 'value 70000 exceeds the range 0-65535', sets: SETS },
 ];
 
 describe('constants too wide for their type', () => {
-  it.each(ROWS)('%s', (rule, error, sets) => {
+  it.each(ROWS)('$rule', ({ rule, error, sets }) => {
     const { diagnostics } = parseRuleset(ruleset(rule, sets), { file: 'r.nft' });
     const errors = diagnostics.filter((d) => d.code === 'value-range');
     expect(errors.map((d) => d.message)).toEqual(error ? [expect.stringContaining(error)] : []);
@@ -64,7 +64,7 @@ describe.skipIf(skipReason !== undefined)('constants too wide for their type, as
   });
   afterAll(() => deleteNamespace(ns));
 
-  it.each(ROWS)('%s', (rule, error, sets) => {
+  it.each(ROWS)('$rule', ({ rule, error, sets }) => {
     const result = runInNamespace(ns, ['nft', '-c', '-f', '-'], ruleset(rule, sets));
     expect({ refused: result.status !== 0 }).toEqual({ refused: error !== undefined });
   });
