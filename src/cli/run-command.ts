@@ -113,7 +113,7 @@ function formatScenarioRun(results: readonly CaseResult[], notes: readonly strin
 function readHostParts(parts: readonly { value: unknown; path: FieldPath; input: InputFile }[], diagnostics: Diagnostic[]): Host | undefined {
   const { host, errors } = readHost(parts.length > 0 ? parts : [{ value: {}, path: ['host'] }]);
   for (const e of errors) {
-    const owner = parts.find((p) => p.path.every((s, i) => e.path[i] === s) && (p.path.length > 0 || parts.length === 1)) ?? parts[0];
+    const owner = parts[e.part];
     diagnostics.push(...(owner ? inputDiagnostics([e], owner.input) : [{ severity: 'error' as const, code: 'input', message: e.message }]));
   }
   return errors.length > 0 ? undefined : host;

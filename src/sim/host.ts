@@ -104,58 +104,99 @@ const LOOPBACK: HostInterface = {
   addresses: [parseCidr('127.0.0.1/8')!, parseCidr('::1/128')!],
 };
 
-/** Reads a host description; errors name the field. `value` may be nftsim's object, or an array
- * from `ip -j addr show` (entries with `ifname`) or `ip -j route show` (entries with `dst`), or
- * several such parts (the CLI's repeated --host) which are merged. */
-export function readHost(parts: readonly { readonly value: unknown; readonly path: FieldPath }[]): { host: Host; errors: InputError[] } {
+/** An error of readHost: `part` is the index of the part whose field `path` names. */
+export interface HostError extends InputError {
+  readonly part: number;
+}
+
+/** Where an interface or a route of the merged host was given: for the checks across parts. */
+interface Given {
+  readonly part: number;
+  readonly path: FieldPath;
+}
+
+/** Reads a host description; errors name the part and the field. `value` may be nftsim's object,
+ * or an array from `ip -j addr show` (entries with `ifname`) or `ip -j route show` (entries with
+ * `dst`), or several such parts (the CLI's repeated --host) which are merged. */
+export function readHost(parts: readonly { readonly value: unknown; readonly path: FieldPath }[]): { host: Host; errors: HostError[] } {
   const reader = new FieldReader();
   const interfaces: HostInterface[] = [];
   const routes: HostRoute[] = [];
+  const interfacesGiven: Given[] = [];
+  const routesGiven: Given[] = [];
   const rules: Partial<Record<AddressFamily, HostRule[]>> = {};
   let forwarding = true;
-  for (const { value, path } of parts) {
-    if (Array.isArray(value)) {
-      readIpJson(reader, value, path, interfaces, routes);
-      continue;
-    }
-    const record = reader.object(value, path, ['interfaces', 'routes', 'rules', 'rules6', 'forwarding']);
-    if (!record) continue;
-    if (record.rules !== undefined) rules.ip = readRules(reader, record.rules, [...path, 'rules'], 'ip');
-    if (record.rules6 !== undefined) rules.ip6 = readRules(reader, record.rules6, [...path, 'rules6'], 'ip6');
-    if (record.forwarding !== undefined) forwarding = reader.boolean(record.forwarding, [...path, 'forwarding']) ?? forwarding;
-    if (record.interfaces !== undefined) {
-      const list = reader.array(record.interfaces, [...path, 'interfaces']) ?? [];
-      for (const [i, item] of list.entries()) {
-        const itemPath = [...path, 'interfaces', i];
-        if (isRecord(item) && 'ifname' in item) readIpJson(reader, [item], itemPath, interfaces, routes);
-        else {
-          const iface = readInterface(reader, item, itemPath);
-          if (iface) interfaces.push(iface);
-        }
-      }
-    }
-    if (record.routes !== undefined) {
-      const list = reader.array(record.routes, [...path, 'routes']) ?? [];
-      for (const [i, item] of list.entries()) {
-        const route = readRoute(reader, item, [...path, 'routes', i]);
-        if (route) routes.push(route);
-      }
-    }
+  const errors: HostError[] = [];
+  for (const [part, { value, path }] of parts.entries()) {
+    const given = { interfaces: [] as FieldPath[], routes: [] as FieldPath[] };
+    readHostPart(reader, value, path, interfaces, routes, given, rules, (f) => (forwarding = f));
+    interfacesGiven.push(...given.interfaces.map((p) => ({ part, path: p })));
+    routesGiven.push(...given.routes.map((p) => ({ part, path: p })));
+    errors.push(...reader.errors.splice(0).map((e) => ({ ...e, part })));
   }
+  const fail = ({ part, path }: Given, message: string): void => {
+    reader.fail(path, message);
+    errors.push(...reader.errors.splice(0).map((e) => ({ ...e, part })));
+  };
   const seen = new Set<string>();
   for (const [i, iface] of interfaces.entries()) {
-    if (seen.has(iface.name)) reader.fail(['host', 'interfaces', i, 'name'], `interface '${iface.name}' given twice`);
+    if (seen.has(iface.name)) fail(interfacesGiven[i]!, `interface '${iface.name}' given twice`);
     seen.add(iface.name);
   }
   const all = seen.has('lo') ? interfaces : [LOOPBACK, ...interfaces];
-  for (const route of routes) {
-    if (route.type === 'unicast' && !all.some((iface) => iface.name === route.dev)) reader.fail(['host', 'routes'], `route to ${formatCidr(route.dst)} uses unknown interface '${route.dev}'`);
+  for (const [i, route] of routes.entries()) {
+    if (route.type === 'unicast' && !all.some((iface) => iface.name === route.dev)) fail(routesGiven[i]!, `route to ${formatCidr(route.dst)} uses unknown interface '${route.dev}'`);
   }
   const connected = all.flatMap((iface) =>
     iface.addresses.map((a): HostRoute => ({ dst: { family: a.family, n: a.n & prefixMask(familyBits(a.family), a.prefix), prefix: a.prefix }, dev: iface.name, table: MAIN_TABLE, type: 'unicast' })),
   );
   const host: Host = { interfaces: all, routes: [...connected, ...routes], ...((rules.ip || rules.ip6) && { rules }), forwarding };
-  return { host, errors: reader.errors };
+  return { host, errors };
+}
+
+/** One part of readHost: its interfaces and routes are added to theirs, with the path each was
+ * given at. */
+function readHostPart(
+  reader: FieldReader,
+  value: unknown,
+  path: FieldPath,
+  interfaces: HostInterface[],
+  routes: HostRoute[],
+  given: { interfaces: FieldPath[]; routes: FieldPath[] },
+  rules: Partial<Record<AddressFamily, HostRule[]>>,
+  setForwarding: (forwarding: boolean) => void,
+): void {
+  if (Array.isArray(value)) return readIpJson(reader, value, path, interfaces, routes, given);
+  const record = reader.object(value, path, ['interfaces', 'routes', 'rules', 'rules6', 'forwarding']);
+  if (!record) return;
+  if (record.rules !== undefined) rules.ip = readRules(reader, record.rules, [...path, 'rules'], 'ip');
+  if (record.rules6 !== undefined) rules.ip6 = readRules(reader, record.rules6, [...path, 'rules6'], 'ip6');
+  if (record.forwarding !== undefined) {
+    const forwarding = reader.boolean(record.forwarding, [...path, 'forwarding']);
+    if (forwarding !== undefined) setForwarding(forwarding);
+  }
+  if (record.interfaces !== undefined) {
+    const list = reader.array(record.interfaces, [...path, 'interfaces']) ?? [];
+    for (const [i, item] of list.entries()) {
+      const itemPath = [...path, 'interfaces', i];
+      if (isRecord(item) && 'ifname' in item) readIpJsonEntry(reader, item, itemPath, interfaces, routes, given);
+      else {
+        const iface = readInterface(reader, item, itemPath);
+        if (!iface) continue;
+        interfaces.push(iface);
+        given.interfaces.push([...itemPath, 'name']);
+      }
+    }
+  }
+  if (record.routes !== undefined) {
+    const list = reader.array(record.routes, [...path, 'routes']) ?? [];
+    for (const [i, item] of list.entries()) {
+      const route = readRoute(reader, item, [...path, 'routes', i]);
+      if (!route) continue;
+      routes.push(route);
+      given.routes.push([...path, 'routes', i, 'dev']);
+    }
+  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -207,40 +248,51 @@ function readRouteDst(text: string, family: AddressFamily): Cidr | undefined {
 
 /** `ip -j addr show` / `ip -j route show` entries; fields iproute2 adds that nftsim does not need
  * are skipped, since the text is the tool's, not the user's. */
-function readIpJson(reader: FieldReader, entries: readonly unknown[], path: FieldPath, interfaces: HostInterface[], routes: HostRoute[]): void {
-  for (const [i, entry] of entries.entries()) {
-    const at = [...path, i];
-    if (!isRecord(entry)) {
-      reader.fail(at, 'expected an object of `ip -j addr show` or `ip -j route show`');
-      continue;
-    }
-    if (typeof entry.ifname === 'string') {
-      const info = Array.isArray(entry.addr_info) ? entry.addr_info : [];
-      const addresses: Cidr[] = [];
-      for (const a of info) {
-        if (!isRecord(a) || typeof a.local !== 'string') continue;
-        const cidr = parseCidr(`${a.local}/${String(a.prefixlen ?? '')}`) ?? parseCidr(a.local);
-        if (cidr) addresses.push(cidr);
-      }
-      interfaces.push({ name: entry.ifname, addresses });
-    } else if (typeof entry.dst === 'string') {
-      // Local, broadcast and multicast routes (`ip -j route show table all`) are the kernel's own
-      // and follow from the addresses.
-      const type = entry.type ?? 'unicast';
-      if (typeof type !== 'string' || !ROUTE_TYPES.includes(type)) continue;
-      if (type === 'unicast' && typeof entry.dev !== 'string') continue;
-      const via = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
-      const dst = readRouteDst(entry.dst, via?.family ?? (entry.dst.includes(':') ? 'ip6' : 'ip'));
-      if (!dst) {
-        reader.fail([...at, 'dst'], `'${entry.dst}' is not 'default' or a prefix`);
-        continue;
-      }
-      const route = { dst, dev: typeof entry.dev === 'string' ? entry.dev : '', table: tableId(typeof entry.table === 'string' || typeof entry.table === 'number' ? entry.table : 'main'), type: type as RouteType };
-      routes.push(via ? { ...route, via } : route);
-    } else if (typeof entry.priority === 'number') {
-      reader.fail(at, '`ip -j rule show` output goes in the host\'s `rules` (`ip -6 -j rule show`: `rules6`): its entries do not say their family');
-    } else reader.fail(at, 'expected `ifname` (ip -j addr show) or `dst` (ip -j route show)');
+function readIpJson(reader: FieldReader, entries: readonly unknown[], path: FieldPath, interfaces: HostInterface[], routes: HostRoute[], given: { interfaces: FieldPath[]; routes: FieldPath[] }): void {
+  for (const [i, entry] of entries.entries()) readIpJsonEntry(reader, entry, [...path, i], interfaces, routes, given);
+}
+
+/** One entry of `ip -j addr show` or `ip -j route show`. */
+function readIpJsonEntry(reader: FieldReader, entry: unknown, at: FieldPath, interfaces: HostInterface[], routes: HostRoute[], given: { interfaces: FieldPath[]; routes: FieldPath[] }): void {
+  if (!isRecord(entry)) {
+    reader.fail(at, 'expected an object of `ip -j addr show` or `ip -j route show`');
+    return;
   }
+  if (typeof entry.ifname === 'string') {
+    const info = Array.isArray(entry.addr_info) ? entry.addr_info : [];
+    const addresses: Cidr[] = [];
+    for (const [j, a] of info.entries()) {
+      const cidr = isRecord(a) && typeof a.local === 'string' ? (parseCidr(`${a.local}/${String(a.prefixlen ?? '')}`) ?? parseCidr(a.local)) : undefined;
+      if (cidr) addresses.push(cidr);
+      else reader.fail([...at, 'addr_info', j], 'expected `local` and `prefixlen` of an address');
+    }
+    interfaces.push({ name: entry.ifname, addresses });
+    given.interfaces.push([...at, 'ifname']);
+  } else if (typeof entry.dst === 'string') {
+    // Local, broadcast and multicast routes (`ip -j route show table all`) are the kernel's own
+    // and follow from the addresses.
+    const type = entry.type ?? 'unicast';
+    if (typeof type !== 'string' || !ROUTE_TYPES.includes(type)) return;
+    if (type === 'unicast' && typeof entry.dev !== 'string') {
+      reader.fail(at, Array.isArray(entry.nexthops) ? 'a multipath route (`nexthops`) is not modelled' : 'expected `dev`, the interface the route sends through');
+      return;
+    }
+    const via = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
+    if (typeof entry.gateway === 'string' && !via) {
+      reader.fail([...at, 'gateway'], `'${entry.gateway}' is not an address`);
+      return;
+    }
+    const dst = readRouteDst(entry.dst, via?.family ?? (entry.dst.includes(':') ? 'ip6' : 'ip'));
+    if (!dst) {
+      reader.fail([...at, 'dst'], `'${entry.dst}' is not 'default' or a prefix`);
+      return;
+    }
+    const route = { dst, dev: typeof entry.dev === 'string' ? entry.dev : '', table: tableId(typeof entry.table === 'string' || typeof entry.table === 'number' ? entry.table : 'main'), type: type as RouteType };
+    routes.push(via ? { ...route, via } : route);
+    given.routes.push([...at, 'dev']);
+  } else if (typeof entry.priority === 'number') {
+    reader.fail(at, '`ip -j rule show` output goes in the host\'s `rules` (`ip -6 -j rule show`: `rules6`): its entries do not say their family');
+  } else reader.fail(at, 'expected `ifname` (ip -j addr show) or `dst` (ip -j route show)');
 }
 
 export function formatCidr(cidr: Cidr): string {

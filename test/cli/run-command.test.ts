@@ -140,6 +140,25 @@ describe('nftsim run', () => {
   });
 
   it.each([
+    ['a bad route of the second', [{ dst: 'default', gateway: '192.0.2.1', dev: 'eth0' }, { dst: 'zzz', dev: 'eth0' }], /route\.json:1:\d+: error: \[1\]\.dst: 'zzz' is not 'default' or a prefix/],
+    ['a route through an interface no file gives', [{ dst: '10.0.0.0/8', dev: 'bogus0' }], /route\.json:1:\d+: error: \[0\]\.dev: route to 10\.0\.0\.0\/8 uses unknown interface 'bogus0'/],
+    ['a multipath route', [{ dst: '10.0.0.0/8', nexthops: [{ gateway: '192.0.2.1', dev: 'eth0' }] }], /route\.json:1:\d+: error: \[0\]: a multipath route \(`nexthops`\) is not modelled/],
+  ])('blames the --host file of %s', async (_name, routes, message) => {
+    const addr = temp('addr.json', JSON.stringify([{ ifname: 'eth0', addr_info: [{ family: 'inet', local: '192.0.2.10', prefixlen: 24 }] }]));
+    const { code, err } = await run(['--host', addr, '--host', temp('route.json', JSON.stringify(routes)), temp('p.json', JSON.stringify({ packet: { iif: 'eth0', src: '192.0.2.1', dst: '192.0.2.10' } })), ...RULES]);
+    expect(code).toBe(2);
+    expect(err).toMatch(message);
+    expect(err).not.toContain('addr.json');
+  });
+
+  it('refuses an address of ip -j addr show it cannot read, naming it', async () => {
+    const addr = temp('addr.json', JSON.stringify([{ ifname: 'eth0', addr_info: [{ family: 'inet', local: '192.0.2.300', prefixlen: 24 }] }]));
+    const { code, err } = await run(['--host', addr, temp('p.json', JSON.stringify({ packet: { iif: 'eth0', src: '192.0.2.1', dst: '192.0.2.10' } })), ...RULES]);
+    expect(code).toBe(2);
+    expect(err).toMatch(/addr\.json:1:\d+: error: \[0\]\.addr_info\[0\]: expected `local` and `prefixlen` of an address/);
+  });
+
+  it.each([
     ['an unknown field', { host: HOST, packet: { ...PACKET, dprot: 1 } }, /p\.json:1:\d+: error: packet\.dprot: unknown field/],
     ['a wrong value', { host: HOST, packet: { ...PACKET, sport: 70000 } }, /error: packet\.sport: expected an integer from 0 to 65535/],
     ['an unknown interface', { host: HOST, packet: { ...PACKET, iif: 'wt9' } }, /error: packet\.iif: unknown interface 'wt9'/],
