@@ -869,10 +869,19 @@ export class NftAstBuilder implements ExprEnv {
       flags: t.flags,
       ...(t.comment !== undefined ? { comment: t.comment } : {}),
       objects: t.objects.map((o) => this.finishObject(o)),
-      sets: [...t.sets.values()].map((s) => finishSet(s)),
+      sets: [...t.sets.values()].map((s) => this.finishSet(s)),
       flowtables: t.flowtables.map((f) => this.finishFlowtable(t, f)),
       chains,
     };
+  }
+
+  /** A set with its elements typed. One without a key (or a map without data) nft refuses with
+   * these words; nftsim could not type its elements. */
+  private finishSet(b: SetB): NamedSet {
+    const { key, data, isMap, span } = b.set;
+    if (key.kind === 'type' && key.names.length === 0) this.error('syntax', `${isMap ? 'map' : 'set'} definition does not specify key`, span);
+    else if (isMap && data === undefined) this.error('syntax', 'map definition does not specify mapping data type', span);
+    return typedElements(b);
   }
 
   private finishPriority(family: Family, hook: Hook, p: NonNullable<ChainB['priority']>): Priority {
@@ -981,7 +990,7 @@ function unitBytes(unit: string): number {
   return UNIT_BYTES[unit] ?? 1;
 }
 
-function finishSet(b: SetB): NamedSet {
+function typedElements(b: SetB): NamedSet {
   const set = b.set;
   if (!b.hasElements) return set;
   const keyType = keyTypeDatatype(set.key);

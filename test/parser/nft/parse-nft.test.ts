@@ -268,6 +268,17 @@ describe('parseNft', () => {
     expect(r.diagnostics).toMatchObject([{ severity: 'error', code: 'syntax', message: 'nesting deeper than 64 levels', span: { line: 3, column: 74 } }]);
   });
 
+  // nft -c -f: 'set definition does not specify key', 'map definition does not specify mapping
+  // data type', at the set.
+  it.each([
+    ['a set without a key', 'set s {\n\t\telements = { 10.0.0.1 }\n\t}', 'set definition does not specify key'],
+    ['a map without a key', 'map m {\n\t\tflags interval\n\t}', 'map definition does not specify key'],
+    ['a map without data', 'map m {\n\t\ttype ipv4_addr\n\t}', 'map definition does not specify mapping data type'],
+  ])('refuses %s', (_, set, message) => {
+    const r = parseNft(`table ip t {\n\t${set}\n}\n`);
+    expect(r.diagnostics).toMatchObject([{ severity: 'error', message, span: { line: 2, column: 2 } }]);
+  });
+
   it('keeps raw comments with embedded quotes', () => {
     const r = parseNft('table ip t {\n\tchain c {\n\t\taccept comment "say "hi"\\there" # handle 9\n\t}\n}\n');
     const rule = chainOf(r.ruleset, 'c').rules[0]!;
