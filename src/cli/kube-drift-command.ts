@@ -1,7 +1,6 @@
 // `nftsim kube-drift --cluster FILE NODE_SNAPSHOT...`: a thin layer over readCluster,
 // readSnapshot, kubeDrift and formatDriftText.
 
-import { readFileSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { isError, type Diagnostic } from '../model/diagnostic.js';
 import { readCluster } from '../kube/read-cluster.js';
@@ -10,6 +9,7 @@ import { kubeDrift, type NodeSnapshot } from '../kube/kube-drift.js';
 import { formatDiagnostic } from '../report/format-diagnostic.js';
 import { IPTABLES_VERSION } from '../rules/framework/lint-config.js';
 import { readSnapshot, snapshotName } from '../snapshot/read-snapshot.js';
+import { readTextFile } from '../parser/read-text-file.js';
 
 interface Io {
   readonly out: (text: string) => void;
@@ -60,7 +60,7 @@ function kubeDriftCommand(specs: readonly string[], opts: KubeDriftCommandOption
   const clusterFiles: { file: string; text: string }[] = [];
   for (const file of opts.cluster) {
     try {
-      const text = readFileSync(file === '-' ? 0 : file, 'utf8');
+      const text = readTextFile(file);
       sources.set(file, text);
       clusterFiles.push({ file, text });
     } catch {

@@ -1,6 +1,6 @@
 // `nftsim lint RULESET...`: a thin layer over lintRuleset and the findings formatters.
 
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { Command, Option } from 'commander';
 import { isError, type Diagnostic } from '../model/diagnostic.js';
 import { formatDiagnostic } from '../report/format-diagnostic.js';
@@ -12,6 +12,7 @@ import { isAtLeast, type Severity } from '../rules/framework/lint-rule.js';
 import { lintRuleset } from '../rules/framework/lint-ruleset.js';
 import { LINT_RULES } from '../rules/framework/registry.js';
 import { loadInputs } from './read-inputs.js';
+import { readTextFile } from '../parser/read-text-file.js';
 
 interface Io {
   readonly out: (text: string) => void;
@@ -83,7 +84,7 @@ function readConfig(file: string | undefined, sources: Map<string, string>, diag
   if (path === undefined) return {};
   let text: string;
   try {
-    text = readFileSync(path, 'utf8');
+    text = readTextFile(path);
   } catch {
     diagnostics.push({ severity: 'error', code: 'read-error', message: `cannot read '${path}'` });
     return {};

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError, Option } from 'commander';
 import { formatRuleset } from '../model/format-ruleset.js';
 import { commentedOut, formatIpsetSave } from '../model/format-ipset-save.js';
@@ -12,6 +13,9 @@ import { addKubeDriftCommand } from './kube-drift-command.js';
 /** Exit codes (DESIGN.md): 0 ok, 1 findings or failed expectations, 2 usage or input error. */
 export const EXIT_OK = 0;
 export const EXIT_INPUT = 2;
+
+// The package's version, from package.json two levels up from src/cli and dist/cli alike.
+const VERSION = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string }).version;
 
 interface Io {
   readonly out: (text: string) => void;
@@ -28,6 +32,7 @@ export async function main(argv: readonly string[], io: Io = processIo): Promise
   let exitCode = EXIT_OK;
   const program = new Command('nftsim')
     .description('Offline netfilter ruleset simulator and linter')
+    .version(VERSION, '-V, --version')
     .exitOverride()
     .configureOutput({ writeOut: io.out, writeErr: io.err })
     .showHelpAfterError();

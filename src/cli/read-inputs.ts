@@ -1,7 +1,7 @@
-import { readFileSync } from 'node:fs';
 import type { Ruleset } from '../model/ast.js';
 import type { Diagnostic } from '../model/diagnostic.js';
 import { parseNode, type NodeSource, type ParseRulesetOptions } from '../parser/parse-ruleset.js';
+import { readTextFile } from '../parser/read-text-file.js';
 
 export interface LoadedInputs {
   readonly ruleset: Ruleset;
@@ -21,7 +21,7 @@ export function loadInputs(
   const diagnostics: Diagnostic[] = [];
   const readFile = (path: string): string | undefined => {
     try {
-      const text = readFileSync(path === '-' ? 0 : path, 'utf8');
+      const text = readTextFile(path);
       sources.set(path, text);
       return text;
     } catch {

@@ -1,10 +1,11 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { isMap, parseDocument } from 'yaml';
 import type { Family, Span } from '../model/ast.js';
 import type { Diagnostic } from '../model/diagnostic.js';
 import { parseVersion, parseVersionRange, isInRange, rangesOverlap, type Version, type VersionRange } from './version-range.js';
+import { readTextFile } from '../parser/read-text-file.js';
 
 // Component profiles: what an agent version installs into netfilter, as data (docs/components.md).
 // One YAML file per component in corpus/components/ (or a directory the user names).
@@ -156,7 +157,7 @@ const FAMILIES: ReadonlySet<string> = new Set<Family>(['ip', 'ip6', 'inet', 'arp
 
 /** Reads one profile; problems are errors pointing into the YAML file. */
 export function readProfileFile(file: string): { profile?: ComponentProfile; diagnostics: Diagnostic[] } {
-  return readProfile(readFileSync(file, 'utf8'), file);
+  return readProfile(readTextFile(file), file);
 }
 
 export function readProfile(text: string, file: string): { profile?: ComponentProfile; diagnostics: Diagnostic[] } {

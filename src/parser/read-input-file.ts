@@ -2,13 +2,13 @@
 // JSON or YAML: read with a way back from a field path to file:line:column, so every problem with
 // a field is reported where it was written, whichever syntax the user chose.
 
-import { readFileSync } from 'node:fs';
 import { findNodeAtLocation, getNodeValue, parseTree, printParseErrorCode, type Node, type ParseError } from 'jsonc-parser';
 import { isMap, isScalar, isSeq, parseDocument, visit } from 'yaml';
 import type { Span } from '../model/ast.js';
 import type { Diagnostic } from '../model/diagnostic.js';
 import { LineIndex } from '../model/line-index.js';
 import type { FieldPath, InputError } from '../sim/read-fields.js';
+import { readTextFile } from './read-text-file.js';
 
 /** An input file (JSON or YAML): its value, and a way to turn a field path into a span of its
  * text, so that every problem names file:line:column whichever syntax the user wrote. */
@@ -34,7 +34,7 @@ function isYaml(file: string, text: string): boolean {
 export function readInputFile(file: string, sources: Map<string, string>, diagnostics: Diagnostic[]): InputFile | undefined {
   let text: string;
   try {
-    text = readFileSync(file === '-' ? 0 : file, 'utf8');
+    text = readTextFile(file);
   } catch {
     diagnostics.push({ severity: 'error', code: 'read-error', message: `cannot read '${file}'` });
     return undefined;

@@ -20,6 +20,22 @@ function tempFile(name: string, text: string): string {
   return path;
 }
 
+describe('nftsim', () => {
+  it('prints its version with --version', () => {
+    const { version } = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { version: string };
+    expect(run(['--version'])).toEqual({ code: 0, out: `${version}\n`, err: '' });
+  });
+
+  // PowerShell 5's `Out-File -Encoding utf8` starts a file with a byte order mark.
+  it.each([
+    ['an nft listing', 'node.nft', (file: string) => ['fmt', file]],
+    ['a packet file', 'packet.json', (file: string) => ['run', file, join(EXAMPLE, 'node.nft')]],
+  ])('reads %s that starts with a byte order mark', (_, name, args) => {
+    const bom = tempFile(name, `\ufeff${readFileSync(join(EXAMPLE, name), 'utf8')}`);
+    expect(run(args(bom))).toEqual(run(args(join(EXAMPLE, name))));
+  });
+});
+
 describe('nftsim fmt', () => {
   it('prints a canonical listing back unchanged (the README example)', () => {
     const listing = readFileSync(join(EXAMPLE, 'node.nft'), 'utf8');
