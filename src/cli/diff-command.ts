@@ -69,6 +69,7 @@ function diffCommand(beforeArg: string | undefined, afterArg: string | undefined
   const snapshotArgs = [opts.before, beforeArg, afterArg].filter((x) => x !== undefined).length;
   if (opts.apply !== undefined && snapshotArgs !== 1) return usage('--apply makes the AFTER side: give only the BEFORE snapshot');
   if (opts.apply === undefined && (opts.before !== undefined ? beforeArg : afterArg) === undefined) return usage('give the AFTER snapshot, or --apply PROFILE@VERSION');
+  if (snapshotArgs > 2) return usage('--before is the BEFORE snapshot: give one AFTER snapshot after it');
   const maxProbes = opts.maxProbes === undefined ? undefined : Number(opts.maxProbes);
   if (maxProbes !== undefined && !(Number.isInteger(maxProbes) && maxProbes > 0)) return usage(`--max-probes expects a positive integer, got '${opts.maxProbes}'`);
 

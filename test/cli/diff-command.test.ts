@@ -65,6 +65,7 @@ describe('nftsim diff', () => {
     [['only-one'], /give the AFTER snapshot/],
     [['/nonexistent/x.nft', '/nonexistent/y.nft'], /cannot read/],
     [[BEFORE, AFTER, '--max-probes', '0'], /--max-probes expects/],
+    [['--before', BEFORE, AFTER, AFTER], /give one AFTER snapshot after it/],
   ])('exits 2 on bad input %#', async (args, message) => {
     const { code, err } = await diff(args);
     expect(code).toBe(2);
