@@ -951,6 +951,7 @@ class CommandReader {
     if (!hasRule && (this.target !== undefined || this.matches.length > 0 || this.source || this.destination || this.protocol || this.inInterface || this.outInterface || this.fragment)) {
       this.error('syntax', `"${this.opToken!.image}" takes no rule`, this.opToken!);
     }
+    if (hasRule) this.checkInterfaces();
     return {
       kind: 'iptables-command',
       span: this.lineSpan,
@@ -961,6 +962,19 @@ class CommandReader {
       newName: this.newName,
       rule: hasRule ? this.buildRule() : undefined,
     };
+  }
+
+  /** iptables refuses an interface the packets of a chain so named cannot have yet (xshared.c,
+   * whatever the table): no output interface at PREROUTING and INPUT, no input interface at
+   * OUTPUT and POSTROUTING. */
+  private checkInterfaces(): void {
+    const chain = this.chain;
+    if ((chain === 'PREROUTING' || chain === 'INPUT') && this.outInterface) {
+      this.r.report('error', 'bad-option', `can't use -o with ${chain}: its packets have no output interface yet`, this.outInterface.span);
+    }
+    if ((chain === 'OUTPUT' || chain === 'POSTROUTING') && this.inInterface) {
+      this.r.report('error', 'bad-option', `can't use -i with ${chain}: its packets have no input interface`, this.inInterface.span);
+    }
   }
 
   private buildRule(): IptablesRule {

@@ -23,7 +23,7 @@ describe('formatIptablesRule', () => {
     ['-p tcp --dport 22 -j ACCEPT'],
     ['-j MARK --set-xmark 0x4000/0x4000'],
   ])('prints %s as it was read', (spec) => {
-    const { command, errors } = parseLine(`-A INPUT ${spec}`);
+    const { command, errors } = parseLine(`-A FORWARD ${spec}`);
     expect(errors).toEqual([]);
     expect(formatIptablesRule(command!.rule!)).toBe(spec);
   });
@@ -49,7 +49,7 @@ describe('properties', () => {
   it('a generated rule, printed as iptables-save text, re-parses to the same rule', () => {
     fc.assert(
       fc.property(ruleSpecArb, (spec) => {
-        const first = parseLine(`-A INPUT ${spec}`);
+        const first = parseLine(`-A FORWARD ${spec}`);
         expect(first.errors).toEqual([]);
         const printed = formatIptablesCommand(first.command!);
         const second = parseLine(printed);

@@ -5,7 +5,7 @@ import { parseIptablesSave } from '../../../src/parser/iptables/parse-iptables-s
 
 /** Parses one rule line in a filter table and returns its rule and diagnostics. */
 function parseRule(spec: string, table = 'filter'): { rule: IptablesRule | undefined; codes: string[] } {
-  const { dump, diagnostics } = parseIptablesSave(`*${table}\n:INPUT ACCEPT [0:0]\n-A INPUT ${spec}\nCOMMIT\n`);
+  const { dump, diagnostics } = parseIptablesSave(`*${table}\n:FORWARD ACCEPT [0:0]\n-A FORWARD ${spec}\nCOMMIT\n`);
   return { rule: dump.tables[0]?.commands[0]?.rule, codes: diagnostics.map((d) => `${d.severity}:${d.code}`) };
 }
 
@@ -298,9 +298,19 @@ describe('errors', () => {
     ['-A INPUT -s 300.1.1.1', 'bad-value', 2, 13],
     ['-A INPUT stray -j ACCEPT', 'syntax', 2, 10],
     ['-A INPUT -j ACCEPT -A OUTPUT', 'syntax', 2, 20],
+    // iptables-restore: "Can't use -o with INPUT", "Can't use -i with POSTROUTING".
+    ['-A INPUT -i eth0 -o eth1 -j ACCEPT', 'bad-option', 2, 18],
+    ['-A PREROUTING ! -o eth1 -j ACCEPT', 'bad-option', 2, 15],
+    ['-A OUTPUT -i eth0 -j ACCEPT', 'bad-option', 2, 11],
+    ['-A POSTROUTING -i eth0 -j ACCEPT', 'bad-option', 2, 16],
   ])('%s → %s at %i:%i', (line, code, lineNo, column) => {
     const { diagnostics } = parseIptablesSave(`*filter\n${line}\nCOMMIT\n`);
     expect(diagnostics.filter((d) => d.severity === 'error').map((d) => [d.code, d.span?.line, d.span?.column])).toEqual([[code, lineNo, column]]);
+  });
+
+  it('allows both interfaces at FORWARD and in a chain of its own', () => {
+    const { diagnostics } = parseIptablesSave('*filter\n-A FORWARD -i eth0 -o eth1 -j ACCEPT\n-A KUBE-X -i eth0 -o eth1 -j ACCEPT\nCOMMIT\n');
+    expect(diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
   });
 
   it('reports every bad line of the file, and a missing COMMIT', () => {
