@@ -9,6 +9,7 @@ import { mergeNode, type NodeInput, type TableId } from '../model/merge-node.js'
 import type { Diagnostic } from '../model/diagnostic.js';
 import { earlierChainsOf, type EarlierChainLookup } from '../model/compose-rulesets.js';
 import { valueRangeErrors } from '../model/value-range-errors.js';
+import { dynsetDataErrors } from '../model/dynset-data-errors.js';
 
 export interface ParseRulesetOptions extends ParseOptions {
   readonly format?: 'auto' | InputFormat;
@@ -34,9 +35,9 @@ export function parseRuleset(input: string | readonly NodeSource[], options: Par
   const format = !options.format || options.format === 'auto' ? detectFormat(text) : options.format;
   switch (format) {
     case 'nft':
-      return withValueRangeErrors(parseNft(text, options));
+      return withLoadErrors(parseNft(text, options));
     case 'json':
-      return withValueRangeErrors(parseNftJson(text, options));
+      return withLoadErrors(parseNftJson(text, options));
     case 'iptables': {
       // Lowered while read: the parser's nodes of a large dump never pile up (IptablesDumpSink).
       const lowering = new IptablesLowering(options.earlier ? { earlier: options.earlier } : {});
@@ -56,10 +57,11 @@ export function parseRuleset(input: string | readonly NodeSource[], options: Par
   }
 }
 
-/** An nft listing or script with the errors nft would give for constants too wide for their
- * type (iptables-restore refuses those itself, and iptables input is read as it does). */
-function withValueRangeErrors(result: ParseResult): ParseResult {
-  const errors = valueRangeErrors(result.ruleset);
+/** An nft listing or script with the errors nft or the kernel would give when loading it, which
+ * no one statement shows: constants too wide for their type, a map's dynset without data.
+ * (iptables-restore refuses what it would itself, and iptables input is read as it does.) */
+function withLoadErrors(result: ParseResult): ParseResult {
+  const errors = [...valueRangeErrors(result.ruleset), ...dynsetDataErrors(result.ruleset)];
   return errors.length === 0 ? result : { ...result, diagnostics: [...result.diagnostics, ...errors] };
 }
 
