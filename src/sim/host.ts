@@ -237,6 +237,11 @@ function readRoute(reader: FieldReader, value: unknown, path: FieldPath): HostRo
   if (via !== undefined && !viaAddress) return reader.fail([...path, 'via'], `'${via}' is not an address`);
   const dst = readRouteDst(dstText, (family as AddressFamily | undefined) ?? viaAddress?.family ?? 'ip');
   if (!dst) return reader.fail([...path, 'dst'], `'${dstText}' is not 'default' or a prefix`);
+  const familyName = (f: AddressFamily): string => (f === 'ip' ? 'IPv4' : 'IPv6');
+  if (family !== undefined && family !== dst.family) return reader.fail([...path, 'family'], `'${dstText}' is an ${familyName(dst.family)} prefix`);
+  // An IPv4 route through an IPv6 gateway (`via inet6`, RFC 5549) has a nexthop rt_nexthop does
+  // not give; an IPv6 one through an IPv4 gateway the kernel refuses.
+  if (viaAddress && viaAddress.family !== dst.family) return reader.fail([...path, 'via'], `an ${familyName(dst.family)} route through an ${familyName(viaAddress.family)} gateway is not modelled`);
   const route = { dst, dev, table: tableId(table), type: type as RouteType };
   return viaAddress ? { ...route, via: viaAddress } : route;
 }
