@@ -424,6 +424,17 @@ const TCP_OPTION_TYPES: Readonly<Record<string, Typed>> = {
   'mptcp subtype': ['integer', 4],
 };
 
+/** The names nft gives TCP option kinds (src/tcpopt.c tcpopt_protocols): `tcp option 2` is
+ * `tcp option maxseg`, as nft lists it. */
+const TCP_OPTION_NAMES: Readonly<Record<string, string>> = {
+  '0': 'eol', '1': 'nop', '2': 'maxseg', '3': 'window', '4': 'sack-perm', '5': 'sack', '8': 'timestamp', '19': 'md5sig', '30': 'mptcp', '34': 'fastopen',
+};
+
+/** A TCP option as nft names it: a kind number it has a name for becomes that name. */
+export function tcpOptionName(option: string): string {
+  return TCP_OPTION_NAMES[option] ?? option;
+}
+
 /** IPv4 option fields (src/ipopt.c). */
 const IP_OPTION_TYPES: Readonly<Record<string, Typed>> = {
   type: ['integer', 8], length: ['integer', 8], value: ['integer', 16], ptr: ['integer', 8],

@@ -23,7 +23,7 @@ import type {
 } from './ast.js';
 import type { Diagnostic } from './diagnostic.js';
 import type { ChainId, EarlierChainLookup } from './compose-rulesets.js';
-import { datatypeSymbols, readIptablesRejectWith, typeAgainst, typeInner, typeLiteral, typeWith, type Datatype } from './datatypes.js';
+import { datatypeSymbols, readIptablesRejectWith, tcpOptionName, typeAgainst, typeInner, typeLiteral, typeWith, type Datatype } from './datatypes.js';
 import { recordChainsByName } from './chains-by-name.js';
 import { formatRule } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
@@ -536,7 +536,7 @@ class RuleLowering {
     }
     for (const o of m.options) {
       if (o.name === 'tcp-option' && o.value.type === 'number') {
-        this.match(o.span, { kind: 'tcp-option', span: o.span, option: String(o.value.n) }, 'implicit', lit(o.span, o.negated ? 'missing' : 'exists'));
+        this.match(o.span, { kind: 'tcp-option', span: o.span, option: tcpOptionName(String(o.value.n)) }, 'implicit', lit(o.span, o.negated ? 'missing' : 'exists'));
       } else if (!native) this.tcpFlagsOption(o);
     }
     // A native match with nothing to test is an empty xt match in the kernel (a blank in nft's
@@ -748,7 +748,9 @@ class RuleLowering {
   pkttype(m: IptablesMatch): boolean {
     const o = m.options[0];
     if (o?.value.type !== 'names' || o.value.names.length !== 1) return false;
-    this.match(o.span, meta(o.span, 'pkttype', false), o.negated ? '!=' : 'implicit', lit(o.span, o.value.names[0]!.toLowerCase()));
+    // iptables' `otherhost` is nft's `other` (PACKET_OTHERHOST, 3).
+    const name = o.value.names[0]!.toLowerCase();
+    this.match(o.span, meta(o.span, 'pkttype', false), o.negated ? '!=' : 'implicit', lit(o.span, name === 'otherhost' ? 'other' : name));
     return true;
   }
 
@@ -1009,7 +1011,8 @@ class RuleLowering {
     const span = t.span;
     if (get('save-mark') || get('restore-mark')) {
       // save: ctmark = (ctmark & ~ctmask) ^ (mark & nfmask); restore: the other way round
-      // (xt_connmark.c). Only the default full masks have a plain nft spelling.
+      // (xt_connmark.c). Only the default full masks without a shift have a plain nft spelling.
+      if (get('left-shift-mark') || get('right-shift-mark')) return false;
       const shared = get('mask');
       const nfmask = shared ? num('mask') : num('nfmask');
       const ctmask = shared ? num('mask') : num('ctmask');

@@ -427,20 +427,25 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
     return undefined;
   }
   if (stmt.name === 'CONNMARK' && (option('save-mark') || option('restore-mark'))) {
-    // The masked forms the lowering keeps as xt (xt_connmark.c connmark_tg_shift, no shift):
-    // save: ctmark = (ctmark & ~ctmask) ^ (mark & nfmask); restore: mark = (mark & ~nfmask) ^
-    // (ctmark & ctmask); `--mask` sets both masks. No conntrack entry: no effect.
-    const mask = (name: string): number => {
-      const value = (option('mask') ?? option(name))?.value;
-      return value?.type === 'number' ? value.n : 0xffffffff;
+    // The masked and shifted forms the lowering keeps as xt (xt_connmark.c connmark_tg_shift):
+    // save: ctmark = (ctmark & ~ctmask) ^ shifted(mark & nfmask); restore: mark = (mark &
+    // ~nfmask) ^ shifted(ctmark & ctmask); `--mask` sets both masks. No conntrack entry: no
+    // effect.
+    const number = (name: string): number | undefined => {
+      const value = option(name)?.value;
+      return value?.type === 'number' ? value.n : undefined;
     };
-    const [nfmask, ctmask] = [mask('nfmask'), mask('ctmask')];
+    const nfmask = number('mask') ?? number('nfmask') ?? 0xffffffff;
+    const ctmask = number('mask') ?? number('ctmask') ?? 0xffffffff;
+    const left = number('left-shift-mark');
+    const right = number('right-shift-mark');
+    const shifted = (v: number): number => (left !== undefined ? v << left : right !== undefined ? v >>> right : v) >>> 0;
     const ctMark = ctMarkOf(ctx);
     if (ctMark === undefined) return undefined;
     if (option('save-mark')) {
       if (!hasConntrackEntry(ctx)) throw new NotModelled(TEMPLATE_MARK_WRITE);
-      ctx.ct.mark = ((ctMark & ~ctmask) ^ (ctx.pkt.mark & nfmask)) >>> 0;
-    } else ctx.pkt.mark = ((ctx.pkt.mark & ~nfmask) ^ (ctMark & ctmask)) >>> 0;
+      ctx.ct.mark = ((ctMark & ~ctmask) ^ shifted(ctx.pkt.mark & nfmask)) >>> 0;
+    } else ctx.pkt.mark = ((ctx.pkt.mark & ~nfmask) ^ shifted(ctMark & ctmask)) >>> 0;
     return undefined;
   }
   throw new NotModelled(XT_NOT_MODELLED[stmt.name] ?? `iptables target ${stmt.name}`);

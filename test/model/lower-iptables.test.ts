@@ -126,7 +126,7 @@ describe('base matches and the protocol as iptables-nft 1.8.9 adds them (nft lis
     ['-d 10.96.12.34/32 -p tcp -m tcp --dport 80', 'ip daddr 10.96.12.34 tcp dport 80 counter packets 0 bytes 0'],
     ['-d 10.96.12.34/32 -p tcp -m comment --comment x -m tcp --dport 80', 'meta l4proto tcp ip daddr 10.96.12.34 tcp dport 80 counter packets 0 bytes 0 comment "x"'],
     ['-p udp -m mark --mark 0x1 -m udp --dport 2', 'meta mark 0x00000001 udp dport 2 counter packets 0 bytes 0'],
-    ['-p tcp -m tcp --dport 80 --tcp-option 2', 'meta l4proto tcp tcp dport 80 tcp option 2 exists counter packets 0 bytes 0'],
+    ['-p tcp -m tcp --dport 80 --tcp-option 2', 'meta l4proto tcp tcp dport 80 tcp option maxseg exists counter packets 0 bytes 0'],
     ['-p tcp -m tcp', 'meta l4proto tcp counter packets 0 bytes 0'],
     ['-p tcp -m tcp --sport 0:4', 'tcp sport <= 4 counter packets 0 bytes 0'],
     ['-p udp -m udp ! --dport 0:4', 'udp dport > 4 counter packets 0 bytes 0'],

@@ -95,6 +95,10 @@ describe('options and extension headers the packet does not carry (nft_exthdr.c)
     // the bytes from the kind byte on (kernel rows "tcp option raw", "raw tcp option of an
     // optionless SYN").
     ['tcp option @2,16,16 0', LOCAL, false],
+    // nft reads a kind number it has a name for as that name (`tcp option 2` lists as maxseg;
+    // kernel row "xt tcp: --tcp-option 2 of a SYN with MSS").
+    ['tcp option 2 exists', { ...LOCAL, tcpMss: 1460 }, true],
+    ['tcp option 2 missing', LOCAL, true],
     ['tcp option @2,16,16 1460', { ...LOCAL, tcpMss: 1460 }, true],
     ['tcp option @2,0,16 0x0204', { ...LOCAL, tcpMss: 1460 }, true],
     ['tcp option @2,16,32 0', { ...LOCAL, tcpMss: 1460 }, false], // past the option's 4 bytes: breaks

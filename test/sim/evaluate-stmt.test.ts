@@ -383,6 +383,40 @@ describe('iptables xt extensions kept as xt matches', () => {
     expect(o.mark).toBe('0x00000000');
   });
 
+  // xt_connmark.c connmark_tg_shift: the saved or restored part is shifted before it is merged
+  // (kernel rows "xt CONNMARK: --save-mark --right-shift-mark", "… --restore-mark --left-shift-mark").
+  it.each([
+    ['-j MARK --set-xmark 0xab/0xffffffff', '-j CONNMARK --save-mark --right-shift-mark 4', '-m connmark --mark 0xa'],
+    ['-j CONNMARK --set-xmark 0x12/0xffffffff', '-j CONNMARK --restore-mark --left-shift-mark 8', '-m mark --mark 0x1200'],
+    ['-j MARK --set-xmark 0xff/0xffffffff', '-j CONNMARK --save-mark --nfmask 0xf0 --ctmask 0xff --left-shift-mark 4', '-m connmark --mark 0xf00'],
+  ])('%s then CONNMARK %s: %s', (first, connmark, test) => {
+    const dump = `*mangle
+:PREROUTING ACCEPT [0:0]
+-A PREROUTING ${first}
+-A PREROUTING ${connmark}
+-A PREROUTING ${test} -j MARK --set-xmark 0x1/0x1
+COMMIT
+`;
+    const o = simulateOne(dump, LOCAL);
+    expect(o.uncertain).toBe(false);
+    expect(Number(o.mark) & 1).toBe(1);
+  });
+
+  // libxt_pkttype's otherhost is PACKET_OTHERHOST, nft's `other` (kernel row "xt pkttype: ! --pkt-type otherhost").
+  it.each([
+    ['-m pkttype --pkt-type otherhost', '0x00000000'],
+    ['-m pkttype ! --pkt-type otherhost', '0x00000001'],
+  ])('%s of a packet to the node → mark %s', (match, mark) => {
+    const dump = `*mangle
+:PREROUTING ACCEPT [0:0]
+-A PREROUTING ${match} -j MARK --set-xmark 0x1/0xffffffff
+COMMIT
+`;
+    const o = simulateOne(dump, LOCAL);
+    expect(o.uncertain).toBe(false);
+    expect(o.mark).toBe(mark);
+  });
+
   it('CONNMARK --save-mark after CT --zone is not modelled (the template is shared)', () => {
     const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -j CONNMARK --save-mark\nCOMMIT\n`;
     expect(simulateOne(dump, LOCAL).trace.find((e) => e.kind === 'unsupported')?.reason).toContain('zone template');

@@ -215,6 +215,8 @@ const TARGETS: readonly ExtensionSpec[] = [
     'mask number',
     'nfmask number',
     'ctmask number',
+    'left-shift-mark number',
+    'right-shift-mark number',
   ]),
   defineExtension('MASQUERADE', ['to-ports nat-ports', 'random flag', 'random-fully flag']),
   defineExtension('SNAT', ['to-source|to nat-range', 'random flag', 'random-fully flag', 'persistent flag']),

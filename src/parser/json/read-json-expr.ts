@@ -23,7 +23,7 @@ import {
   stringListProp,
   stringProp,
 } from './json-source.js';
-import { formatDuration } from '../../model/datatypes.js';
+import { formatDuration, tcpOptionName } from '../../model/datatypes.js';
 import { invalidTypeWarning } from '../invalid-type-warning.js';
 
 // Expressions of nft's JSON schema (nftables doc/libnftables-json.adoc "EXPRESSIONS", written by
@@ -142,7 +142,7 @@ export class ExprReader {
         const field = stringProp(v, 'field');
         const option =
           name ?? `@${asNumber(req(v, 'base'))},${asNumber(req(v, 'offset'))},${asNumber(req(v, 'len'))}`;
-        return { kind: 'tcp-option', span, option, ...(field !== undefined && { field }) };
+        return { kind: 'tcp-option', span, option: tcpOptionName(option), ...(field !== undefined && { field }) };
       }
       case 'ip option':
       case 'sctp chunk': {

@@ -5,6 +5,7 @@ import type {
 import type { Diagnostic } from '../../model/diagnostic.js';
 import type { LineIndex } from '../../model/line-index.js';
 import { invalidTypeWarning } from '../invalid-type-warning.js';
+import { tcpOptionName } from '../../model/datatypes.js';
 
 // CST → AST for expressions (selectors, values, sets) and the small helpers the statement and
 // item builders share. Spans are computed from chunk-local CST locations plus the chunk's base.
@@ -511,7 +512,7 @@ export function buildPayload(env: ExprEnv, n: CstNode): Expr {
     const raw = node(n, 'rawPayload');
     const option = raw ? rawText(env, raw) : nameText(env, node(n, 'option'));
     const field = key ? { field: key } : {};
-    if (head === 'tcp' && sub === 'option') return { kind: 'tcp-option', span, option, ...field };
+    if (head === 'tcp' && sub === 'option') return { kind: 'tcp-option', span, option: tcpOptionName(option), ...field };
     if (head === 'ip' && sub === 'option') return { kind: 'ip-option', span, option, ...field };
     if (head === 'sctp' && sub === 'chunk') return { kind: 'sctp-chunk', span, chunk: option, ...field };
   }
