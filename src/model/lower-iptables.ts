@@ -1206,7 +1206,7 @@ const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['recent', 'set', 'physdev
 
 // Targets kept as xt extensions whose effect the simulator gives (evaluate-stmt.ts
 // evaluateXtExtension): not reported either.
-const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'CHECKSUM']);
+const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'CHECKSUM', 'NETMAP']);
 
 const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
   REJECT: p.reject,

@@ -19,6 +19,7 @@ import { isCtCountPassed, matchConnlimit } from './conn-count.js';
 import { matchHashlimit } from './match-hashlimit.js';
 import { matchU32 } from './match-u32.js';
 import { matchTos, setTos } from './xt-tos.js';
+import { runNetmapTarget } from './xt-netmap.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
 import { headersLength, TCP_MSS_LENGTH, writePayload } from './packet-bytes.js';
@@ -414,6 +415,7 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
     return matched ? undefined : NO_MATCH;
   }
   if (stmt.name === 'CHECKSUM') return undefined; // fills in a partial checksum: no effect on the way
+  if (stmt.name === 'NETMAP') return runNetmapTarget(stmt, ctx);
   if (stmt.name === 'SET') {
     runSetTarget(stmt, ctx);
     return undefined;

@@ -464,3 +464,19 @@ describe('iptables TTL and HL targets (xt_HL.c)', () => {
     expect(simulateOne(dump, FORWARDED).mark).toBe('0x00000001');
   });
 });
+
+// xt_NETMAP.c: the destination at prerouting and output, the source at input and postrouting,
+// keeps its host part and takes --to's network; in a chain of its own the hook decides (kernel
+// rows "xt NETMAP: …").
+describe('iptables NETMAP target', () => {
+  it('maps the destination at prerouting and the source at postrouting, from one chain', () => {
+    const dump = `*nat\n:PREROUTING ACCEPT [0:0]\n:POSTROUTING ACCEPT [0:0]\n:NM - [0:0]\n-A PREROUTING -j NM\n-A POSTROUTING -j NM\n-A NM -d 10.244.0.0/16 -j NETMAP --to 10.99.0.0/16\n-A NM -s 192.0.2.0/24 -j NETMAP --to 198.51.100.0/24\nCOMMIT\n`;
+    const host = { ...HOST, routes: [...(HOST.routes ?? []), { dst: '10.99.0.0/16', dev: 'cni0' }] };
+    const o = simulateOne(dump, FORWARDED, host);
+    expect(o.uncertain).toBe(false);
+    expect(o.nat.map((n) => [n.type, n.to])).toEqual([
+      ['dnat', '10.99.1.5'],
+      ['snat', '198.51.100.99'],
+    ]);
+  });
+});
