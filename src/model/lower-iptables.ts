@@ -850,15 +850,20 @@ class RuleLowering {
     const count = get('connbytes');
     const dir = get('connbytes-dir')?.value;
     const mode = get('connbytes-mode')?.value;
-    if (count?.value.type !== 'range' || count.negated || dir?.type !== 'string' || mode?.type !== 'string') return false;
+    if (count?.value.type !== 'range' || dir?.type !== 'string' || mode?.type !== 'string') return false;
     const key = CONNBYTES_MODES[mode.s];
     const direction = CONNBYTES_DIRECTIONS[dir.s];
     if (key === undefined || direction === undefined) return false;
     const span = count.span;
     const left = direction === 'both' ? ct(span, key) : ct(span, key, direction);
     const { from, to } = count.value;
-    if (!count.args[0]?.includes(':')) this.match(span, left, '>=', lit(span, String(from)));
-    else this.match(span, left, 'implicit', rangeLiteral(span, from, to));
+    // iptables negates by swapping the ends (libxt_connbytes.c; `--connbytes 10` is 10 to the
+    // maximum), and xt_connbytes_mt matches outside an inverted range: below `from` or above
+    // `to`. Ends that are equal swap to the same range: `! --connbytes 10:10` is `--connbytes 10:10`.
+    const bounded = count.args[0]?.includes(':') === true;
+    const negated = count.negated && !(bounded && from === to);
+    if (!bounded) this.match(span, left, negated ? '<' : '>=', lit(span, String(from)));
+    else this.match(span, left, negated ? '!=' : 'implicit', rangeLiteral(span, from, to));
     return true;
   }
 

@@ -125,7 +125,6 @@ const DIFFERENCES: readonly Difference[] = [
     reason: 'xt match cluster, xt target MARK',
     pairs: ['libxt_cluster.txlate:1', 'libxt_cluster.txlate:4', 'libxt_cluster.txlate:7', 'libxt_cluster.txlate:10', 'libxt_cluster.txlate:13', 'libxt_cluster.txlate:16', 'libxt_cluster.txlate:19', 'libxt_cluster.txlate:22', 'libxt_cluster.txlate:25'],
   },
-  { group: 'kernel-holds-xt', reason: 'xt match connbytes', pairs: ['libxt_connbytes.txlate:4', 'libxt_connbytes.txlate:10'] },
   { group: 'kernel-holds-xt', reason: 'xt match connlabel', pairs: ['libxt_connlabel.txlate:1', 'libxt_connlabel.txlate:4'] },
   { group: 'kernel-holds-xt', reason: 'xt match dccp', pairs: ['libxt_dccp.txlate:10', 'libxt_dccp.txlate:13', 'libxt_dccp.txlate:16'] },
   {

@@ -159,6 +159,11 @@ describe('matches translated as nft lists them', () => {
     // iptables-save's `--connbytes 1000` is 1000 and up.
     ['-m connbytes --connbytes 1000 --connbytes-mode avgpkt --connbytes-dir both', 'ct avgpkt >= 1000'],
     ['-m connbytes --connbytes 7:7 --connbytes-mode bytes --connbytes-dir reply', 'ct reply bytes 7'],
+    // iptables negates by swapping the ends (libxt_connbytes.c), xt_connbytes_mt matches outside
+    // the swapped range; equal ends swap to the same range.
+    ['-m connbytes ! --connbytes 1000 --connbytes-mode packets --connbytes-dir both', 'ct packets < 1000'],
+    ['-m connbytes ! --connbytes 10:20 --connbytes-mode bytes --connbytes-dir original', 'ct original bytes != 10-20'],
+    ['-m connbytes ! --connbytes 7:7 --connbytes-mode bytes --connbytes-dir reply', 'ct reply bytes 7'],
     ['-m quota --quota 1000', 'quota 1000 bytes'],
     ['-m quota ! --quota 0', 'quota over 0 bytes'],
     ['-p tcp -m ecn --ecn-tcp-ece --ecn-tcp-cwr --ecn-ip-ect 2', 'meta l4proto tcp tcp flags ecn tcp flags cwr ip ecn ect0'],
