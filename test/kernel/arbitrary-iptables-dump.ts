@@ -4,8 +4,9 @@
 // user chain each, with the matches and targets nftsim lowers (mark, connmark, conntrack,
 // addrtype, multiport, tcpmss, helper, connbytes, ecn, statistic, comment, iprange, pkttype,
 // length, ttl / hl, dscp, tos, owner, u32; MARK --set-xmark and friends, CONNMARK save/restore
-// with masks, LOG, DSCP, TOS, CLASSIFY, TCPMSS, REJECT, DNAT/SNAT with ranges, MASQUERADE, REDIRECT, CT
-// --notrack / --zone and NOTRACK, which raw runs before conntrack).
+// with masks and shifts, LOG, DSCP, TOS, CLASSIFY, TCPMSS, REJECT, DNAT/SNAT with ranges,
+// NETMAP, MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK, which raw runs before
+// conntrack).
 import fc from 'fast-check';
 import type { Hook } from './arbitrary-nft-rule.js';
 import { ADDRESSES, withPort, type AddressFamily } from './generated-host.js';
@@ -77,7 +78,7 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
     fc.constantFrom('--dst-type UNICAST', af === 'ip' ? '--dst-type BROADCAST,MULTICAST' : '--dst-type MULTICAST', '! --src-type UNICAST', '--src-type UNSPEC').map((t) => ({ text: `-m addrtype ${t}` })),
     // The connection's accounting, as conntrack counts the packet that carries it.
     fc
-      .constantFrom('--connbytes 2 --connbytes-mode packets --connbytes-dir original', '--connbytes 1:1 --connbytes-mode packets --connbytes-dir reply', '--connbytes 100 --connbytes-mode bytes --connbytes-dir both', '--connbytes 0:30 --connbytes-mode avgpkt --connbytes-dir both')
+      .constantFrom('--connbytes 2 --connbytes-mode packets --connbytes-dir original', '! --connbytes 2 --connbytes-mode packets --connbytes-dir both', '--connbytes 1:1 --connbytes-mode packets --connbytes-dir reply', '--connbytes 100 --connbytes-mode bytes --connbytes-dir both', '--connbytes 0:30 --connbytes-mode avgpkt --connbytes-dir both')
       .map((t) => ({ text: `-m connbytes ${t}` })),
     fc.constantFrom('--ecn-ip-ect 0', '! --ecn-ip-ect 2').map((t) => ({ text: `-m ecn ${t}` })),
     // No connection has a master (no expectations): the match gives its inversion.
@@ -112,7 +113,7 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
       .map((text) => ({ text, hooks: ['input', 'forward', 'output', 'postrouting'] as const })),
     fc.constant({ text: `-m iprange --dst-range ${a.range}` }),
     fc.constant({ text: `-m iprange --src-range ${a.range}` }),
-    fc.constantFrom('unicast', 'broadcast', 'multicast').map((t) => ({ text: `-m pkttype --pkt-type ${t}` })),
+    fc.constantFrom('unicast', 'broadcast', 'multicast', 'otherhost', '! otherhost').map((t) => ({ text: t.startsWith('!') ? `-m pkttype ! --pkt-type ${t.slice(2)}` : `-m pkttype --pkt-type ${t}` })),
     fc.constantFrom('0:60', '61:65535').map((r) => ({ text: `-m length --length ${r}` })),
     // The forward path decrements the TTL before the forward hook (ip_forward, ip6_forward).
     fc.constantFrom('64', '63').map((n) => ({ text: af === 'ip' ? `-m ttl --ttl-eq ${n}` : `-m hl --hl-eq ${n}` })),
@@ -141,6 +142,8 @@ function proto(af: AddressFamily): fc.Arbitrary<NonNullable<IptRule['proto']>> {
     { text: '-p tcp -m tcpmss --mss 500:536', proto: 'tcp' },
     { text: '-p udp -m udp --dport 53', proto: 'udp' },
     { text: '-p tcp -m tcp --tcp-flags SYN,RST,ACK SYN', proto: 'tcp' },
+    // The MSS option by its kind, which some SYNs carry.
+    { text: '-p tcp -m tcp --tcp-option 2', proto: 'tcp' },
     // What iptables-save prints for `! --syn`.
     { text: '-p tcp -m tcp ! --tcp-flags FIN,SYN,RST,ACK SYN', proto: 'tcp' },
     af === 'ip' ? { text: '-p icmp -m icmp --icmp-type 8', proto: 'icmp' } : { text: '-p ipv6-icmp -m icmp6 --icmpv6-type 128', proto: 'icmp' },
@@ -166,6 +169,8 @@ const markTarget = fc.constantFrom(
   '-j CONNMARK --set-mark 0x7/0xff',
   '-j CONNMARK --save-mark',
   '-j CONNMARK --restore-mark',
+  '-j CONNMARK --save-mark --right-shift-mark 4',
+  '-j CONNMARK --restore-mark --left-shift-mark 8',
 );
 
 /** The nat table refuses DROP ("The nat table is not intended for filtering"). In raw, before
@@ -210,6 +215,7 @@ function tableTargets(af: AddressFamily, table: IptTable): readonly IptPart[] {
         { text: `-j DNAT --to-destination ${withPort(af, a.server[2], '8080')}`, hooks: ['prerouting', 'output'], needs: 'port' },
         { text: `-j DNAT --to-destination ${a.natRange}`, hooks: ['prerouting', 'output'] },
         { text: `-j DNAT --to-destination ${a.server[2]}`, hooks: ['prerouting', 'output'] },
+        { text: `-j NETMAP --to ${a.natPrefix}`, hooks: ['prerouting', 'output'] },
         { text: '-j REDIRECT --to-ports 8080', hooks: ['prerouting', 'output'], needs: 'port' },
         { text: '-j MASQUERADE', hooks: ['postrouting'] },
         { text: '-j MASQUERADE --random-fully', hooks: ['postrouting'] },
