@@ -718,7 +718,12 @@ class RuleLowering {
     const every = get('every');
     const packet = get('packet');
     if (mode?.value.type === 'names' && mode.value.names[0] === 'nth' && every?.value.type === 'number') {
-      const n = packet?.value.type === 'number' ? packet.value.n : 0;
+      // libxt_statistic.c refuses the rule without --packet, or with one outside 0..every-1.
+      const n = packet?.value.type === 'number' ? packet.value.n : undefined;
+      if (n === undefined || n >= every.value.n) {
+        this.diagnostics.push({ severity: 'error', code: 'bad-option', message: n === undefined ? 'statistic: --every also requires --packet' : `statistic: --packet ${n} must be from 0 to --every minus 1 (${every.value.n - 1})`, span: (packet ?? every).span });
+        return true;
+      }
       const span = every.span;
       this.match(span, { kind: 'numgen', span, mode: 'inc', mod: every.value.n }, every.negated ? '!=' : 'implicit', lit(span, String(n)));
       return true;

@@ -305,6 +305,16 @@ describe('matches and targets', () => {
     expect(diagnostics.some((d) => d.code === 'unsupported' && d.span?.line === 3)).toBe(warned);
   });
 
+  // iptables-nft-restore 1.8.9: 'statistic: option "--every" also requires "--packet"', 'the
+  // --packet p must be 0 <= p <= n-1'.
+  it.each([
+    ['-m statistic --mode nth --every 2', 'statistic: --every also requires --packet', 34],
+    ['-m statistic --mode nth --every 2 --packet 2', 'statistic: --packet 2 must be from 0 to --every minus 1 (1)', 44],
+  ])('refuses %s as iptables does', (spec, message, column) => {
+    const { diagnostics } = lower(`*filter\n:INPUT ACCEPT [0:0]\n-A INPUT ${spec} -j DROP\nCOMMIT\n`);
+    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => [d.message, d.span?.column])).toEqual([[message, column]]);
+  });
+
   it('types the options of an xt extension', () => {
     const { ruleset } = lower('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m recent --rcheck --seconds 60 --name foo -j DROP\nCOMMIT\n');
     const stmt = chainOf(ruleset, 'filter', 'INPUT').rules[0]!.stmts[0]!;
