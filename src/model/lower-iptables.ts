@@ -663,6 +663,18 @@ class RuleLowering {
     return true;
   }
 
+  /** devgroup_xlate (libxt_devgroup.c): `iifgroup`, `oifgroup`, under a mask. xt_devgroup.c
+   * tests `(group ^ value) & mask`, so the value's bits outside the mask do not count. */
+  devgroup(m: IptablesMatch): boolean {
+    if (m.options.some((o) => o.value.type !== 'mark')) return false;
+    for (const o of m.options) {
+      if (o.value.type !== 'mark') continue;
+      const { value, mask } = o.value;
+      this.maskedMatch(o, meta(o.span, o.name === 'src-group' ? 'iifgroup' : 'oifgroup', false), mask === undefined ? value : (value & mask) >>> 0, mask);
+    }
+    return true;
+  }
+
   private maskedMatch(o: IptablesOption, left: Expr, value: number, mask: number | undefined): void {
     if (mask === undefined || mask === 0xffffffff) this.match(o.span, left, o.negated ? '!=' : 'implicit', hex(o.span, value));
     else this.match(o.span, binop(o.span, '&', left, hex(o.span, mask)), o.negated ? '!=' : '==', hex(o.span, value));
@@ -1197,6 +1209,7 @@ const MATCH_LOWERINGS: Readonly<Record<string, MatchLowering>> = {
   owner: p.owner,
   helper: p.helper,
   mac: p.mac,
+  devgroup: p.devgroup,
   ttl: p.ttl,
   hl: p.ttl,
   dscp: p.dscp,

@@ -1007,8 +1007,11 @@ const XT_FEATURES: readonly XtCase[] = [
   { name: 'xt cpu: ! --cpu 1000', open: 'not modelled (meta cpu)', dump: filterDump('-m cpu ! --cpu 1000'), packet: SYN },
   { name: 'xt realm: --realm 0x0', dump: filterDump('-m realm --realm 0x0'), packet: SYN },
   { name: 'xt realm: ! --realm 0x1', dump: filterDump('-m realm ! --realm 0x1'), packet: SYN },
-  { name: 'xt devgroup: --src-group 0x0', open: 'not modelled: iptables match devgroup (kernel: default group 0)', dump: filterDump('-m devgroup --src-group 0x0'), packet: SYN },
-  { name: 'xt devgroup: ! --dst-group 0x5', open: 'not modelled: iptables match devgroup', dump: filterDump('-m devgroup ! --dst-group 0x5'), packet: SYN },
+  { name: 'xt devgroup: --src-group 0x0', dump: filterDump('-m devgroup --src-group 0x0'), packet: SYN },
+  { name: 'xt devgroup: ! --dst-group 0x5', dump: filterDump('-m devgroup ! --dst-group 0x5'), packet: SYN },
+  // `!` inverts the test it stands before alone (iptables-translate negates both).
+  { name: 'xt devgroup: ! --src-group with --dst-group', dump: filterDump('-m devgroup ! --src-group 0x2 --dst-group 0x0/0xc'), packet: SYN },
+  { name: 'xt devgroup: a value with bits outside its mask', dump: filterDump('-m devgroup --src-group 0x10/0x1'), packet: SYN },
   { name: 'xt cgroup: ! --cgroup 1 of a forwarded packet', dump: xtTableDump('mangle', ['POSTROUTING -m cgroup ! --cgroup 1 -j DROP']), packet: SYN },
   // socket, time, string, physdev, mac.
   { name: 'xt socket: a forwarded packet', dump: xtTableDump('mangle', ['PREROUTING -m socket -j DROP']), packet: SYN },

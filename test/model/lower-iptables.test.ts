@@ -151,6 +151,10 @@ describe('matches translated as nft lists them', () => {
     ['-m dscp ! --dscp-class AF11', 'ip dscp != af11'],
     ['-m cpu ! --cpu 3', 'meta cpu != 3'],
     ['-m cgroup --cgroup 1', 'meta cgroup 1'],
+    ['-m devgroup --src-group 0x2', 'iifgroup 2'],
+    ['-m devgroup ! --src-group 0x2 --dst-group 0xc/0xc', 'iifgroup != 2 oifgroup & 12 == 12'],
+    // xt_devgroup.c tests (group ^ value) & mask: a value's bits outside the mask do not count.
+    ['-m devgroup --src-group 0x13/0x3', 'iifgroup & 3 == 3'],
     ['-p esp -m esp --espspi 0:32', 'meta l4proto esp esp spi 0-32'],
     ['-p esp -m esp ! --espspi 5', 'meta l4proto esp esp spi != 5'],
     ['-p esp -m esp --espspi 0:4294967295', 'meta l4proto esp'],
