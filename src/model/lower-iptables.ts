@@ -663,6 +663,25 @@ class RuleLowering {
     return true;
   }
 
+  /** frag_xlate (libip6t_frag.c): the fields of the fragment header, `exthdr frag exists` for
+   * any id. Without the header xt_frag (frag_mt6) matches nothing, negated or not, as nft's
+   * exthdr load breaks the rule. --fraglen has no nft form. */
+  frag(m: IptablesMatch): boolean {
+    const lowerable = (o: IptablesOption): boolean => (o.name === 'fragid' ? o.value.type === 'range' : o.name !== 'fraglen' && !o.negated);
+    if (this.family !== 'ip6' || !m.options.every(lowerable)) return false;
+    for (const o of m.options) {
+      const field = (name: string): Expr => ({ kind: 'exthdr', span: o.span, header: 'frag', field: name });
+      if (o.name === 'fragid' && o.value.type === 'range') {
+        const { from, to } = o.value;
+        if (from === 0 && to === 0xffffffff && !o.negated) this.match(o.span, { kind: 'exthdr', span: o.span, header: 'frag', prefixed: true }, 'implicit', lit(o.span, 'exists'));
+        else this.match(o.span, field('id'), o.negated ? '!=' : 'implicit', rangeLiteral(o.span, from, to));
+      } else if (o.name === 'fragres') this.match(o.span, field('reserved'), 'implicit', lit(o.span, '1'));
+      else if (o.name === 'fragfirst') this.match(o.span, field('frag-off'), 'implicit', lit(o.span, '0'));
+      else this.match(o.span, field('more-fragments'), 'implicit', lit(o.span, o.name === 'fragmore' ? '1' : '0'));
+    }
+    return true;
+  }
+
   /** devgroup_xlate (libxt_devgroup.c): `iifgroup`, `oifgroup`, under a mask. xt_devgroup.c
    * tests `(group ^ value) & mask`, so the value's bits outside the mask do not count. */
   devgroup(m: IptablesMatch): boolean {
@@ -1210,6 +1229,7 @@ const MATCH_LOWERINGS: Readonly<Record<string, MatchLowering>> = {
   helper: p.helper,
   mac: p.mac,
   devgroup: p.devgroup,
+  frag: p.frag,
   ttl: p.ttl,
   hl: p.ttl,
   dscp: p.dscp,

@@ -1046,7 +1046,10 @@ const XT_FEATURES: readonly XtCase[] = [
   { name: 'xt statistic: --mode nth --every 1', dump: filterDump('-m statistic --mode nth --every 1 --packet 0'), packet: SYN },
   { name: 'xt recent: --rcheck of an empty list', dump: filterDump('-m recent --rcheck --name Z --rsource'), packet: SYN },
   { name: 'xt recent: --set then --update --seconds', dump: xtTableDump('mangle', ['FORWARD -m recent --set --name Y --rsource'], '-m recent --update --seconds 10 --name Y --rsource'), packet: SYN },
-  ip6({ name: 'xt frag: ! --fragid of a packet without a fragment header', open: 'not modelled: iptables match frag (kernel: no fragment header → no match, negated or not)', dump: filterDump('-m frag ! --fragid 5'), packet: SYN6 }),
+  ip6({ name: 'xt frag: ! --fragid of a packet without a fragment header', dump: filterDump('-m frag ! --fragid 5'), packet: SYN6 }),
+  ip6({ name: 'xt frag: --fragid 0:4294967295 (the header exists)', dump: filterDump('-m frag --fragid 0:4294967295'), packet: SYN6 }),
+  ip6({ name: 'xt frag: ! --fragid 0:4294967295', dump: filterDump('-m frag ! --fragid 0:4294967295'), packet: SYN6 }),
+  ip6({ name: 'xt frag: --fraglast', dump: filterDump('-m frag --fraglast'), packet: SYN6 }),
   // TTL and HL.
   { name: 'xt TTL: --ttl-set 10', dump: xtMangle('-j TTL --ttl-set 10', '-m ttl --ttl-eq 10'), packet: SYN },
   { name: 'xt TTL: --ttl-dec 2', dump: xtMangle('-j TTL --ttl-dec 2', '-m ttl --ttl-eq 61'), packet: SYN },

@@ -109,7 +109,6 @@ interface Difference {
 // object there is the kernel holding the xt extension; its absence means native expressions).
 const DIFFERENCES: readonly Difference[] = [
   { group: 'kernel-holds-xt', reason: 'xt match ah', pairs: ['libip6t_ah.txlate:10', 'libip6t_ah.txlate:13', 'libip6t_ah.txlate:16', 'libip6t_ah.txlate:19'] },
-  { group: 'kernel-holds-xt', reason: 'xt match frag', pairs: ['libip6t_frag.txlate:1', 'libip6t_frag.txlate:4', 'libip6t_frag.txlate:7', 'libip6t_frag.txlate:10', 'libip6t_frag.txlate:13', 'libip6t_frag.txlate:16', 'libip6t_frag.txlate:19', 'libip6t_frag.txlate:22'] },
   { group: 'kernel-holds-xt', reason: 'xt match hbh', pairs: ['libip6t_hbh.txlate:1', 'libip6t_hbh.txlate:4'] },
   { group: 'kernel-holds-xt', reason: 'xt match mh', pairs: ['libip6t_mh.txlate:1', 'libip6t_mh.txlate:4', 'libip6t_mh.txlate:7'] },
   { group: 'kernel-holds-xt', reason: 'xt match rt', pairs: ['libip6t_rt.txlate:1', 'libip6t_rt.txlate:4', 'libip6t_rt.txlate:7', 'libip6t_rt.txlate:10', 'libip6t_rt.txlate:13', 'libip6t_rt.txlate:16', 'libip6t_rt.txlate:19', 'libip6t_rt.txlate:22'] },

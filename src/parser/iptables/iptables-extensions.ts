@@ -139,6 +139,7 @@ const MATCHES: readonly ExtensionSpec[] = [
     'mask address',
   ]),
   defineExtension('length', ['length number-range']),
+  defineExtension('frag', ['fragid number-range', 'fraglen number', 'fragres flag', 'fragfirst flag', 'fragmore flag', 'fraglast flag']),
   defineExtension('pkttype', ['pkt-type names'], { 'pkt-type': ['unicast', 'broadcast', 'multicast', 'host', 'otherhost'] }),
   defineExtension('tcpmss', ['mss number-range']),
   defineExtension('hashlimit', [
