@@ -886,20 +886,23 @@ class RuleLowering {
     const count = get('connbytes');
     const dir = get('connbytes-dir')?.value;
     const mode = get('connbytes-mode')?.value;
-    if (count?.value.type !== 'range' || dir?.type !== 'string' || mode?.type !== 'string') return false;
+    if (count?.value.type !== 'u64-range' || dir?.type !== 'string' || mode?.type !== 'string') return false;
     const key = CONNBYTES_MODES[mode.s];
     const direction = CONNBYTES_DIRECTIONS[dir.s];
     if (key === undefined || direction === undefined) return false;
     const span = count.span;
     const left = direction === 'both' ? ct(span, key) : ct(span, key, direction);
-    const { from, to } = count.value;
-    // iptables negates by swapping the ends (libxt_connbytes.c; `--connbytes 10` is 10 to the
-    // maximum), and xt_connbytes_mt matches outside an inverted range: below `from` or above
-    // `to`. Ends that are equal swap to the same range: `! --connbytes 10:10` is `--connbytes 10:10`.
-    const bounded = count.args[0]?.includes(':') === true;
-    const negated = count.negated && !(bounded && from === to);
-    if (!bounded) this.match(span, left, negated ? '<' : '>=', lit(span, String(from)));
-    else this.match(span, left, negated ? '!=' : 'implicit', rangeLiteral(span, from, to));
+    // iptables negates by swapping the ends (libxt_connbytes.c), and xt_connbytes_mt matches
+    // within a range whose ends are in order, else outside it: below its upper end or above its
+    // lower one. So equal ends swap to the same range (`! --connbytes 10:10` is 10).
+    const given = [BigInt(count.value.from), BigInt(count.value.to ?? U64_MAX)] as const;
+    const [from, to] = count.negated ? [given[1], given[0]] : given;
+    const inside = from <= to;
+    const [low, high] = inside ? [from, to] : [to, from];
+    const value = (n: bigint): Expr => lit(span, n.toString());
+    if (high === U64_MAX) this.match(span, left, inside ? '>=' : '<', value(low));
+    else if (low === high) this.match(span, left, inside ? 'implicit' : '!=', value(low));
+    else this.match(span, left, inside ? 'implicit' : '!=', { kind: 'range', span, low: value(low), high: value(high) });
     return true;
   }
 
@@ -1275,6 +1278,9 @@ const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
 
 // ---------------------------------------------------------------------------------------------
 // Values
+
+/** The largest 64-bit count: an open upper end (connbytes). */
+const U64_MAX = 2n ** 64n - 1n;
 
 /** `mark = (mark & ~mask) ^ value`: the kernel's xt_mark_tginfo2 / xt_connmark_tginfo1. */
 interface Xmark {

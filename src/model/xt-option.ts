@@ -45,6 +45,9 @@ export type XtOptionValue =
   | { readonly type: 'number'; readonly n: number }
   /** A 64-bit count (quota bytes), as a decimal string: beyond 2^53 a number would round. */
   | { readonly type: 'u64'; readonly decimal: string }
+  /** 64-bit counts as decimals; `to` absent for a single value, up to the largest count where
+   * `n:` leaves it open. */
+  | { readonly type: 'u64-range'; readonly from: string; readonly to?: string }
   | { readonly type: 'range'; readonly from: number; readonly to: number }
   | { readonly type: 'ranges'; readonly items: readonly NumberRange[] }
   | { readonly type: 'names'; readonly names: readonly string[] }

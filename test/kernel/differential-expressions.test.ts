@@ -1038,6 +1038,8 @@ const XT_FEATURES: readonly XtCase[] = [
   { name: 'xt connbytes: ! --connbytes 2:5 packets', dump: filterDump('-m connbytes ! --connbytes 2:5 --connbytes-mode packets --connbytes-dir original'), packet: SYN },
   { name: 'xt connbytes: ! --connbytes 1:1 is --connbytes 1:1', dump: filterDump('-m connbytes ! --connbytes 1:1 --connbytes-mode packets --connbytes-dir both'), packet: SYN },
   { name: 'xt connbytes: ! --connbytes 0 bytes', dump: filterDump('-m connbytes ! --connbytes 0 --connbytes-mode bytes --connbytes-dir both'), packet: SYN },
+  { name: 'xt connbytes: ! --connbytes 2: packets (an open end)', dump: filterDump('-m connbytes ! --connbytes 2: --connbytes-mode packets --connbytes-dir both'), packet: SYN },
+  { name: 'xt connbytes: --connbytes 0:5000000000 bytes', dump: filterDump('-m connbytes --connbytes 0:5000000000 --connbytes-mode bytes --connbytes-dir both'), packet: SYN },
   { name: 'xt connbytes: --connbytes 40:40 bytes original', dump: filterDump('-m connbytes --connbytes 40:40 --connbytes-mode bytes --connbytes-dir original'), packet: SYN },
   { name: 'xt statistic: --probability 1', dump: filterDump('-m statistic --mode random --probability 1'), packet: SYN },
   { name: 'xt statistic: --probability 0', dump: filterDump('-m statistic --mode random --probability 0'), packet: SYN },

@@ -168,6 +168,9 @@ describe('matches translated as nft lists them', () => {
     ['-m connbytes ! --connbytes 1000 --connbytes-mode packets --connbytes-dir both', 'ct packets < 1000'],
     ['-m connbytes ! --connbytes 10:20 --connbytes-mode bytes --connbytes-dir original', 'ct original bytes != 10-20'],
     ['-m connbytes ! --connbytes 7:7 --connbytes-mode bytes --connbytes-dir reply', 'ct reply bytes 7'],
+    // Counts are 64-bit: an open end is the largest, and ends past 32 bits are read.
+    ['-m connbytes ! --connbytes 10: --connbytes-mode bytes --connbytes-dir both', 'ct bytes < 10'],
+    ['-m connbytes --connbytes 0:5000000000 --connbytes-mode bytes --connbytes-dir both', 'ct bytes 0-5000000000'],
     ['-m quota --quota 1000', 'quota 1000 bytes'],
     ['-m quota ! --quota 0', 'quota over 0 bytes'],
     ['-p tcp -m ecn --ecn-tcp-ece --ecn-tcp-cwr --ecn-ip-ect 2', 'meta l4proto tcp tcp flags ecn tcp flags cwr ip ecn ect0'],

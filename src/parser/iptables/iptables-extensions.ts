@@ -10,6 +10,7 @@ export type ValueType =
   | 'string'
   | 'number' // unsigned integer: decimal, 0x hex, 0 octal (strtoul base 0)
   | 'u64' // 64-bit unsigned decimal (quota bytes)
+  | 'u64-range' // n, n:m, :m, n: of 64-bit counts (connbytes; a single value has no upper end)
   | 'number-range' // n or n:m
   | 'port-range' // port or service, p, p:q, :q, p:
   | 'port-list' // multiport: p[,p:q]…
@@ -170,7 +171,7 @@ const MATCHES: readonly ExtensionSpec[] = [
   defineExtension('rpfilter', ['loose flag', 'validmark flag', 'accept-local flag', 'invert flag']),
   defineExtension('cgroup', ['path string', 'cgroup number']),
   defineExtension('quota', ['quota u64']),
-  defineExtension('connbytes', ['connbytes number-range', 'connbytes-dir string', 'connbytes-mode string']),
+  defineExtension('connbytes', ['connbytes u64-range', 'connbytes-dir string', 'connbytes-mode string']),
   defineExtension('esp', ['espspi number-range']),
   defineExtension('ah', ['ahspi number-range', 'ahlen number-range', 'ahres flag']),
   defineExtension('realm', ['realm mark']),

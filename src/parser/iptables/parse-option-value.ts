@@ -303,6 +303,20 @@ function parseNames(text: string, allowed: readonly string[] | undefined): Parse
   return { type: 'names', names: canonical };
 }
 
+const U64_MAX = 2n ** 64n - 1n;
+
+/** `n`, `n:m`, `:m` (from 0), `n:` (to the largest count), as XTTYPE_UINT64RC reads them;
+ * iptables refuses the ends out of order ("3 should be less than 2"). */
+function parseU64Range(text: string): Parsed<XtOptionValue> {
+  const read = (s: string, open: bigint): bigint | undefined => (s === '' ? open : /^\d+$/.test(s) && BigInt(s) <= U64_MAX ? BigInt(s) : undefined);
+  const colon = text.indexOf(':');
+  const from = read(colon < 0 ? text : text.slice(0, colon), colon < 0 ? -1n : 0n);
+  const to = colon < 0 ? undefined : read(text.slice(colon + 1), U64_MAX);
+  if (from === undefined || from < 0n || (colon >= 0 && to === undefined)) return { error: `bad range "${text}"` };
+  if (to !== undefined && from > to) return { error: `range "${text}" is inverted` };
+  return to === undefined ? { type: 'u64-range', from: from.toString() } : { type: 'u64-range', from: from.toString(), to: to.toString() };
+}
+
 function wrapRange(r: Parsed<NumberRange>): Parsed<XtOptionValue> {
   return isParseError(r) ? r : { type: 'range', from: r.from, to: r.to };
 }
@@ -324,6 +338,8 @@ export function parseOptionValue(spec: OptionSpec, args: readonly string[]): Par
     }
     case 'u64':
       return /^\d+$/.test(a) && BigInt(a) < 2n ** 64n ? { type: 'u64', decimal: BigInt(a).toString() } : { error: `bad number "${a}"` };
+    case 'u64-range':
+      return parseU64Range(a);
     case 'number-range':
       return wrapRange(parsePortRange(a, 0xffffffff, (s) => parseUnsigned(s)));
     case 'port-range':

@@ -288,6 +288,8 @@ describe('iptables-nft-save warnings', () => {
 describe('errors', () => {
   it.each([
     ['-A INPUT -p tcp --dport 99999', 'bad-value', 2, 25],
+    // iptables-nft-restore: "3 should be less than 2".
+    ['-A INPUT -m connbytes --connbytes 3:2 --connbytes-mode packets --connbytes-dir both', 'bad-value', 2, 35],
     ['-A INPUT -m conntrack --ctstate BOGUS', 'bad-value', 2, 33],
     ['-A INPUT -j', 'missing-argument', 2, 10],
     ['-A INPUT --nonsense 1', 'unknown-option', 2, 10],
