@@ -110,7 +110,8 @@ export interface HostError extends InputError {
 }
 
 /** Where an interface or a route of the merged host was given: for the checks across parts. */
-interface Given {
+interface Given<T> {
+  readonly item: T;
   readonly part: number;
   readonly path: FieldPath;
 }
@@ -119,84 +120,157 @@ interface Given {
  * or an array from `ip -j addr show` (entries with `ifname`) or `ip -j route show` (entries with
  * `dst`), or several such parts (the CLI's repeated --host) which are merged. */
 export function readHost(parts: readonly { readonly value: unknown; readonly path: FieldPath }[]): { host: Host; errors: HostError[] } {
-  const reader = new FieldReader();
-  const interfaces: HostInterface[] = [];
-  const routes: HostRoute[] = [];
-  const interfacesGiven: Given[] = [];
-  const routesGiven: Given[] = [];
-  const rules: Partial<Record<AddressFamily, HostRule[]>> = {};
-  let forwarding = true;
-  const errors: HostError[] = [];
-  for (const [part, { value, path }] of parts.entries()) {
-    const given = { interfaces: [] as FieldPath[], routes: [] as FieldPath[] };
-    readHostPart(reader, value, path, interfaces, routes, given, rules, (f) => (forwarding = f));
-    interfacesGiven.push(...given.interfaces.map((p) => ({ part, path: p })));
-    routesGiven.push(...given.routes.map((p) => ({ part, path: p })));
-    errors.push(...reader.errors.splice(0).map((e) => ({ ...e, part })));
-  }
-  const fail = ({ part, path }: Given, message: string): void => {
-    reader.fail(path, message);
-    errors.push(...reader.errors.splice(0).map((e) => ({ ...e, part })));
-  };
-  const seen = new Set<string>();
-  for (const [i, iface] of interfaces.entries()) {
-    if (seen.has(iface.name)) fail(interfacesGiven[i]!, `interface '${iface.name}' given twice`);
-    seen.add(iface.name);
-  }
-  const all = seen.has('lo') ? interfaces : [LOOPBACK, ...interfaces];
-  for (const [i, route] of routes.entries()) {
-    if (route.type === 'unicast' && !all.some((iface) => iface.name === route.dev)) fail(routesGiven[i]!, `route to ${formatCidr(route.dst)} uses unknown interface '${route.dev}'`);
-  }
-  const connected = all.flatMap((iface) =>
-    iface.addresses.map((a): HostRoute => ({ dst: { family: a.family, n: a.n & prefixMask(familyBits(a.family), a.prefix), prefix: a.prefix }, dev: iface.name, table: MAIN_TABLE, type: 'unicast' })),
-  );
-  const host: Host = { interfaces: all, routes: [...connected, ...routes], ...((rules.ip || rules.ip6) && { rules }), forwarding };
-  return { host, errors };
+  const read = new HostReader();
+  for (const [part, { value, path }] of parts.entries()) read.part(part, value, path);
+  return read.finish();
 }
 
-/** One part of readHost: its interfaces and routes are added to theirs, with the path each was
- * given at. */
-function readHostPart(
-  reader: FieldReader,
-  value: unknown,
-  path: FieldPath,
-  interfaces: HostInterface[],
-  routes: HostRoute[],
-  given: { interfaces: FieldPath[]; routes: FieldPath[] },
-  rules: Partial<Record<AddressFamily, HostRule[]>>,
-  setForwarding: (forwarding: boolean) => void,
-): void {
-  if (Array.isArray(value)) return readIpJson(reader, value, path, interfaces, routes, given);
-  const record = reader.object(value, path, ['interfaces', 'routes', 'rules', 'rules6', 'forwarding']);
-  if (!record) return;
-  if (record.rules !== undefined) rules.ip = readRules(reader, record.rules, [...path, 'rules'], 'ip');
-  if (record.rules6 !== undefined) rules.ip6 = readRules(reader, record.rules6, [...path, 'rules6'], 'ip6');
-  if (record.forwarding !== undefined) {
-    const forwarding = reader.boolean(record.forwarding, [...path, 'forwarding']);
-    if (forwarding !== undefined) setForwarding(forwarding);
+/** The parts of one host description as they are read, and their errors, each with its part. */
+class HostReader {
+  private readonly reader = new FieldReader();
+  private readonly errors: HostError[] = [];
+  private readonly interfaces: Given<HostInterface>[] = [];
+  private readonly routes: Given<HostRoute>[] = [];
+  private readonly rules: Partial<Record<AddressFamily, HostRule[]>> = {};
+  private forwarding = true;
+  private current = 0;
+
+  part(part: number, value: unknown, path: FieldPath): void {
+    this.current = part;
+    if (Array.isArray(value)) this.ipJson(value, path);
+    else this.object(value, path);
+    this.takeErrors(part);
   }
-  if (record.interfaces !== undefined) {
-    const list = reader.array(record.interfaces, [...path, 'interfaces']) ?? [];
-    for (const [i, item] of list.entries()) {
-      const itemPath = [...path, 'interfaces', i];
-      if (isRecord(item) && 'ifname' in item) readIpJsonEntry(reader, item, itemPath, interfaces, routes, given);
-      else {
-        const iface = readInterface(reader, item, itemPath);
-        if (!iface) continue;
-        interfaces.push(iface);
-        given.interfaces.push([...itemPath, 'name']);
+
+  finish(): { host: Host; errors: HostError[] } {
+    const seen = new Set<string>();
+    for (const { item, part, path } of this.interfaces) {
+      if (seen.has(item.name)) this.fail(part, path, `interface '${item.name}' given twice`);
+      seen.add(item.name);
+    }
+    const own = this.interfaces.map((i) => i.item);
+    const all = seen.has('lo') ? own : [LOOPBACK, ...own];
+    for (const { item, part, path } of this.routes) {
+      if (item.type === 'unicast' && !all.some((iface) => iface.name === item.dev)) this.fail(part, path, `route to ${formatCidr(item.dst)} uses unknown interface '${item.dev}'`);
+    }
+    const connected = all.flatMap((iface) =>
+      iface.addresses.map((a): HostRoute => ({ dst: { family: a.family, n: a.n & prefixMask(familyBits(a.family), a.prefix), prefix: a.prefix }, dev: iface.name, table: MAIN_TABLE, type: 'unicast' })),
+    );
+    const rules = this.rules;
+    const host: Host = { interfaces: all, routes: [...connected, ...this.routes.map((r) => r.item)], ...((rules.ip || rules.ip6) && { rules }), forwarding: this.forwarding };
+    return { host, errors: this.errors };
+  }
+
+  private fail(part: number, path: FieldPath, message: string): void {
+    this.reader.fail(path, message);
+    this.takeErrors(part);
+  }
+
+  private takeErrors(part: number): void {
+    for (const e of this.reader.errors.splice(0)) this.errors.push({ ...e, part });
+  }
+
+  private object(value: unknown, path: FieldPath): void {
+    const reader = this.reader;
+    const record = reader.object(value, path, ['interfaces', 'routes', 'rules', 'rules6', 'forwarding']);
+    if (!record) return;
+    if (record.rules !== undefined) this.rules.ip = readRules(reader, record.rules, [...path, 'rules'], 'ip');
+    if (record.rules6 !== undefined) this.rules.ip6 = readRules(reader, record.rules6, [...path, 'rules6'], 'ip6');
+    if (record.forwarding !== undefined) this.forwarding = reader.boolean(record.forwarding, [...path, 'forwarding']) ?? this.forwarding;
+    if (record.interfaces !== undefined) {
+      for (const [i, item] of (reader.array(record.interfaces, [...path, 'interfaces']) ?? []).entries()) {
+        const at = [...path, 'interfaces', i];
+        if (isRecord(item) && 'ifname' in item) this.ipJsonEntry(item, at, undefined);
+        else {
+          const iface = readInterface(reader, item, at);
+          if (iface) this.interfaces.push({ item: iface, part: this.current, path: [...at, 'name'] });
+        }
+      }
+    }
+    if (record.routes !== undefined) {
+      for (const [i, item] of (reader.array(record.routes, [...path, 'routes']) ?? []).entries()) {
+        const route = readRoute(reader, item, [...path, 'routes', i]);
+        if (route) this.routes.push({ item: route, part: this.current, path: [...path, 'routes', i, 'dev'] });
       }
     }
   }
-  if (record.routes !== undefined) {
-    const list = reader.array(record.routes, [...path, 'routes']) ?? [];
-    for (const [i, item] of list.entries()) {
-      const route = readRoute(reader, item, [...path, 'routes', i]);
-      if (!route) continue;
-      routes.push(route);
-      given.routes.push([...path, 'routes', i, 'dev']);
-    }
+
+  /** `ip -j addr show` / `ip -j route show` output; fields iproute2 adds that nftsim does not
+   * need are skipped, since the text is the tool's, not the user's. One `ip -j route show` prints
+   * one family: a default route without a gateway takes it from the others. */
+  private ipJson(entries: readonly unknown[], path: FieldPath): void {
+    const family = entries.map(routeFamilyOf).find((f) => f !== undefined);
+    for (const [i, entry] of entries.entries()) this.ipJsonEntry(entry, [...path, i], family);
   }
+
+  /** One entry of `ip -j addr show` or `ip -j route show`. */
+  private ipJsonEntry(entry: unknown, at: FieldPath, family: AddressFamily | undefined): void {
+    const reader = this.reader;
+    if (!isRecord(entry)) {
+      reader.fail(at, 'expected an object of `ip -j addr show` or `ip -j route show`');
+      return;
+    }
+    if (typeof entry.ifname === 'string') {
+      const info = Array.isArray(entry.addr_info) ? entry.addr_info : [];
+      const addresses: Cidr[] = [];
+      for (const [j, a] of info.entries()) {
+        const cidr = isRecord(a) && typeof a.local === 'string' ? (parseCidr(`${a.local}/${String(a.prefixlen ?? '')}`) ?? parseCidr(a.local)) : undefined;
+        if (cidr) addresses.push(cidr);
+        else reader.fail([...at, 'addr_info', j], 'expected `local` and `prefixlen` of an address');
+      }
+      this.interfaces.push({ item: { name: entry.ifname, addresses }, part: this.current, path: [...at, 'ifname'] });
+    } else if (typeof entry.dst === 'string') {
+      const route = readIpJsonRoute(reader, entry, at, family);
+      if (route) this.routes.push({ item: route, part: this.current, path: [...at, 'dev'] });
+    } else if (typeof entry.priority === 'number') {
+      reader.fail(at, '`ip -j rule show` output goes in the host\'s `rules` (`ip -6 -j rule show`: `rules6`): its entries do not say their family');
+    } else reader.fail(at, 'expected `ifname` (ip -j addr show) or `dst` (ip -j route show)');
+  }
+}
+
+/** The routes of an `ip -j route show` output as entries of nftsim's host `routes`, for a
+ * snapshot that merges the parts of a host into one (read-snapshot.ts). Entries readHost refuses
+ * (it reports them where they are) and the kernel's own routes are left out. */
+export function ipJsonRoutesAsInput(entries: readonly unknown[]): unknown[] {
+  const reader = new FieldReader();
+  const family = entries.map(routeFamilyOf).find((f) => f !== undefined);
+  return entries.flatMap((entry, i) => {
+    const route = isRecord(entry) && typeof entry.dst === 'string' ? readIpJsonRoute(reader, entry, [i], family) : undefined;
+    if (!route) return [];
+    const dst = route.dst.prefix === 0 ? 'default' : formatCidr(route.dst);
+    return [{ dst, family: route.dst.family, dev: route.dev, table: route.table, type: route.type, ...(route.via && { via: formatAddress(route.via) }) }];
+  });
+}
+
+/** The family an `ip -j route show` entry shows: its gateway's, its destination prefix's, or
+ * IPv6 where iproute2 prints `pref` (a router preference, IPv6 only). */
+function routeFamilyOf(entry: unknown): AddressFamily | undefined {
+  if (!isRecord(entry)) return undefined;
+  const gateway = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
+  if (gateway) return gateway.family;
+  if (typeof entry.dst === 'string' && entry.dst !== 'default') return parseCidr(entry.dst.includes('/') ? entry.dst : `${entry.dst}/${entry.dst.includes(':') ? 128 : 32}`)?.family;
+  return entry.pref !== undefined ? 'ip6' : undefined;
+}
+
+/** A route of `ip -j route show`. Local, broadcast and multicast routes (`ip -j route show table
+ * all`) are the kernel's own and follow from the addresses: skipped. */
+function readIpJsonRoute(reader: FieldReader, entry: Record<string, unknown>, at: FieldPath, family: AddressFamily | undefined): HostRoute | undefined {
+  const type = entry.type ?? 'unicast';
+  if (typeof type !== 'string' || !ROUTE_TYPES.includes(type)) return undefined;
+  if (type === 'unicast' && typeof entry.dev !== 'string') {
+    return reader.fail(at, Array.isArray(entry.nexthops) ? 'a multipath route (`nexthops`) is not modelled: give the host the route with the one nexthop to simulate' : 'expected `dev`, the interface the route sends through');
+  }
+  // `via inet6` (RFC 5549): iproute2 prints the gateway as `via`, not `gateway`.
+  if (isRecord(entry.via)) return reader.fail([...at, 'via'], 'a route through a gateway of the other family (`via inet6`) is not modelled');
+  const via = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
+  if (typeof entry.gateway === 'string' && !via) return reader.fail([...at, 'gateway'], `'${entry.gateway}' is not an address`);
+  const dstText = entry.dst as string;
+  const dstFamily = routeFamilyOf(entry) ?? family;
+  if (dstFamily === undefined) return reader.fail([...at, 'dst'], "a default route without a gateway does not say its family, and no other route here does: give it in the host's `routes` with `family`");
+  const dst = readRouteDst(dstText, dstFamily);
+  if (!dst) return reader.fail([...at, 'dst'], `'${dstText}' is not 'default' or a prefix`);
+  const route = { dst, dev: typeof entry.dev === 'string' ? entry.dev : '', table: tableId(typeof entry.table === 'string' || typeof entry.table === 'number' ? entry.table : 'main'), type: type as RouteType };
+  return via ? { ...route, via } : route;
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -249,55 +323,6 @@ function readRoute(reader: FieldReader, value: unknown, path: FieldPath): HostRo
 function readRouteDst(text: string, family: AddressFamily): Cidr | undefined {
   if (text === 'default') return { family, n: 0n, prefix: 0 };
   return parseCidr(text);
-}
-
-/** `ip -j addr show` / `ip -j route show` entries; fields iproute2 adds that nftsim does not need
- * are skipped, since the text is the tool's, not the user's. */
-function readIpJson(reader: FieldReader, entries: readonly unknown[], path: FieldPath, interfaces: HostInterface[], routes: HostRoute[], given: { interfaces: FieldPath[]; routes: FieldPath[] }): void {
-  for (const [i, entry] of entries.entries()) readIpJsonEntry(reader, entry, [...path, i], interfaces, routes, given);
-}
-
-/** One entry of `ip -j addr show` or `ip -j route show`. */
-function readIpJsonEntry(reader: FieldReader, entry: unknown, at: FieldPath, interfaces: HostInterface[], routes: HostRoute[], given: { interfaces: FieldPath[]; routes: FieldPath[] }): void {
-  if (!isRecord(entry)) {
-    reader.fail(at, 'expected an object of `ip -j addr show` or `ip -j route show`');
-    return;
-  }
-  if (typeof entry.ifname === 'string') {
-    const info = Array.isArray(entry.addr_info) ? entry.addr_info : [];
-    const addresses: Cidr[] = [];
-    for (const [j, a] of info.entries()) {
-      const cidr = isRecord(a) && typeof a.local === 'string' ? (parseCidr(`${a.local}/${String(a.prefixlen ?? '')}`) ?? parseCidr(a.local)) : undefined;
-      if (cidr) addresses.push(cidr);
-      else reader.fail([...at, 'addr_info', j], 'expected `local` and `prefixlen` of an address');
-    }
-    interfaces.push({ name: entry.ifname, addresses });
-    given.interfaces.push([...at, 'ifname']);
-  } else if (typeof entry.dst === 'string') {
-    // Local, broadcast and multicast routes (`ip -j route show table all`) are the kernel's own
-    // and follow from the addresses.
-    const type = entry.type ?? 'unicast';
-    if (typeof type !== 'string' || !ROUTE_TYPES.includes(type)) return;
-    if (type === 'unicast' && typeof entry.dev !== 'string') {
-      reader.fail(at, Array.isArray(entry.nexthops) ? 'a multipath route (`nexthops`) is not modelled' : 'expected `dev`, the interface the route sends through');
-      return;
-    }
-    const via = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
-    if (typeof entry.gateway === 'string' && !via) {
-      reader.fail([...at, 'gateway'], `'${entry.gateway}' is not an address`);
-      return;
-    }
-    const dst = readRouteDst(entry.dst, via?.family ?? (entry.dst.includes(':') ? 'ip6' : 'ip'));
-    if (!dst) {
-      reader.fail([...at, 'dst'], `'${entry.dst}' is not 'default' or a prefix`);
-      return;
-    }
-    const route = { dst, dev: typeof entry.dev === 'string' ? entry.dev : '', table: tableId(typeof entry.table === 'string' || typeof entry.table === 'number' ? entry.table : 'main'), type: type as RouteType };
-    routes.push(via ? { ...route, via } : route);
-    given.routes.push([...at, 'dev']);
-  } else if (typeof entry.priority === 'number') {
-    reader.fail(at, '`ip -j rule show` output goes in the host\'s `rules` (`ip -6 -j rule show`: `rules6`): its entries do not say their family');
-  } else reader.fail(at, 'expected `ifname` (ip -j addr show) or `dst` (ip -j route show)');
 }
 
 export function formatCidr(cidr: Cidr): string {

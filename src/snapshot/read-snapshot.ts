@@ -9,7 +9,7 @@ import { basename, extname, join } from 'node:path';
 import type { Diagnostic } from '../model/diagnostic.js';
 import type { NodeSource } from '../parser/parse-ruleset.js';
 import type { HostInput } from '../sim/host.js';
-import { readHost } from '../sim/host.js';
+import { ipJsonRoutesAsInput, readHost } from '../sim/host.js';
 import type { FieldPath } from '../sim/read-fields.js';
 import { inputDiagnostics, readInputFile, type InputFile } from '../parser/read-input-file.js';
 import type { Snapshot } from './snapshot.js';
@@ -126,7 +126,8 @@ function mergeHostParts(parts: readonly { value: unknown; path: FieldPath; input
     // readHost names host-level fields under `host`; the file's own root is the host here.
     diagnostics.push(...inputDiagnostics(errors.map((e) => ({ ...e, path: e.path[0] === 'host' && path.length === 0 ? e.path.slice(1) : e.path })), part.input));
     if (Array.isArray(value)) {
-      for (const entry of value as Record<string, unknown>[]) ('ifname' in entry ? interfaces : routes).push(entry);
+      interfaces.push(...value.filter((entry) => isRecord(entry) && 'ifname' in entry));
+      routes.push(...ipJsonRoutesAsInput(value));
     } else if (isRecord(value)) {
       if (Array.isArray(value.interfaces)) interfaces.push(...(value.interfaces as unknown[]));
       if (Array.isArray(value.routes)) routes.push(...(value.routes as unknown[]));

@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { readSnapshot } from '../../src/snapshot/read-snapshot.js';
+import { readHost } from '../../src/sim/host.js';
+import { formatAddress } from '../../src/sim/address.js';
 
 function dir(files: Record<string, string>): string {
   const d = mkdtempSync(join(tmpdir(), 'nftsim-snapshot-'));
@@ -21,7 +23,26 @@ describe('readSnapshot', () => {
     const { snapshot, diagnostics } = readSnapshot(d);
     expect(diagnostics.map((x) => x.message)).toEqual([]);
     expect(snapshot!.sources.map((s) => s.file.split('/').pop()).sort()).toEqual(['iptables', 'ruleset.txt.nft']);
-    expect(snapshot!.host).toEqual({ interfaces: JSON.parse(IP_ADDR), routes: JSON.parse(IP_ROUTE) });
+    expect(snapshot!.host).toEqual({ interfaces: JSON.parse(IP_ADDR), routes: [{ dst: 'default', family: 'ip', dev: 'eth0', table: '254', type: 'unicast', via: '192.0.2.1' }] });
+  });
+
+  // What `ip -j route show` prints beside the route (iproute2 6.1): the snapshot's host reads.
+  it('keeps the routes of ip -j route show, which read as a host', () => {
+    const route = [
+      { dst: 'default', gateway: '192.0.2.1', dev: 'eth0', protocol: 'dhcp', prefsrc: '192.0.2.10', metric: 100, flags: [] },
+      { dst: '10.244.1.0/24', dev: 'cni0', scope: 'link', flags: ['linkdown'] },
+    ];
+    const route6 = [{ dst: 'default', dev: 'eth0', metric: 1024, flags: [], pref: 'medium' }];
+    const addr = [...JSON.parse(IP_ADDR), { ifname: 'cni0', addr_info: [{ family: 'inet', local: '10.244.1.1', prefixlen: 24 }] }];
+    const d = dir({ 'a.nft': NFT, 'addr.json': JSON.stringify(addr), 'route.json': JSON.stringify(route), 'route6.json': JSON.stringify(route6) });
+    const { snapshot, diagnostics } = readSnapshot(d);
+    expect(diagnostics).toEqual([]);
+    const { host, errors } = readHost([{ value: snapshot!.host, path: ['host'] }]);
+    expect(errors).toEqual([]);
+    expect(host.routes.filter((r) => r.dst.prefix === 0).map((r) => [r.dst.family, r.dev, r.via && formatAddress(r.via)])).toEqual([
+      ['ip', 'eth0', '192.0.2.1'],
+      ['ip6', 'eth0', undefined],
+    ]);
   });
 
   it('reads a ,-joined list with nftsim\'s host shape in YAML', () => {
