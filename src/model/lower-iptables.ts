@@ -1069,11 +1069,17 @@ class RuleLowering {
       }
       return true;
     }
-    const o = t.options[0];
-    if (o === undefined || t.options.length !== 1) return false;
+    // Set, and a shift of the result (xt_connmark.c connmark_tg_shift shifts the new mark as a
+    // whole), as iptables-nft writes it: `ct mark set (ct mark xor 0x1 and 0xffffff00) << 8`.
+    const shift = get('left-shift-mark') ?? get('right-shift-mark');
+    const ops = t.options.filter((option) => option !== shift);
+    const o = ops[0];
+    if (o === undefined || ops.length !== 1 || (shift && shift.value.type !== 'number')) return false;
     const xmark = xmarkOf(o);
     if (!xmark) return false;
-    this.stmts.push({ kind: 'ct-set', span, key: 'mark', value: markUpdate(o.span, ct(o.span, 'mark'), xmark) });
+    const updated = markUpdate(o.span, ct(o.span, 'mark'), xmark);
+    const value: Expr = shift?.value.type === 'number' ? { kind: 'binop', span: shift.span, op: shift.name === 'left-shift-mark' ? '<<' : '>>', left: updated, right: typeWith(lit(shift.span, String(shift.value.n)), { name: 'integer', bits: 32 }) } : updated;
+    this.stmts.push({ kind: 'ct-set', span, key: 'mark', value });
     return true;
   }
 

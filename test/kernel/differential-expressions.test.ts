@@ -964,6 +964,8 @@ const XT_FEATURES: readonly XtCase[] = [
   { name: 'xt CONNMARK: --restore-mark --nfmask --ctmask', dump: xtTableDump('mangle', ['FORWARD -j CONNMARK --set-xmark 0x35/0xffffffff', 'FORWARD -j MARK --set-xmark 0x10f/0xffffffff', 'FORWARD -j CONNMARK --restore-mark --nfmask 0x0f --ctmask 0xff'], '-m mark --mark 0x135'), packet: SYN },
   { name: 'xt CONNMARK: --save-mark --right-shift-mark', dump: xtTableDump('mangle', ['FORWARD -j MARK --set-xmark 0xab/0xffffffff', 'FORWARD -j CONNMARK --save-mark --right-shift-mark 4'], '-m connmark --mark 0xa'), packet: SYN },
   { name: 'xt CONNMARK: --restore-mark --left-shift-mark', dump: xtTableDump('mangle', ['FORWARD -j CONNMARK --set-xmark 0x12/0xffffffff', 'FORWARD -j CONNMARK --restore-mark --left-shift-mark 8'], '-m mark --mark 0x1200'), packet: SYN },
+  { name: 'xt CONNMARK: --set-xmark --left-shift-mark shifts the new mark', dump: xtTableDump('mangle', ['FORWARD -j CONNMARK --set-xmark 0x3/0xff', 'FORWARD -j CONNMARK --set-xmark 0x1/0xff --left-shift-mark 8'], '-m connmark --mark 0x100'), packet: SYN },
+  { name: 'xt CONNMARK: --or-mark --right-shift-mark', dump: xtTableDump('mangle', ['FORWARD -j CONNMARK --set-xmark 0xf0/0xffffffff', 'FORWARD -j CONNMARK --or-mark 0x100 --right-shift-mark 4'], '-m connmark --mark 0x1f'), packet: SYN },
   // conntrack.
   { name: 'xt conntrack: --ctstate NEW --ctproto tcp', dump: filterDump('-m conntrack --ctstate NEW --ctproto tcp'), packet: SYN },
   { name: 'xt conntrack: --ctproto 6', dump: filterDump('-m conntrack --ctproto 6'), packet: SYN },

@@ -266,6 +266,8 @@ describe('matches and targets', () => {
     ['-j MARK --set-xmark 0x40/0x32', 'meta mark set mark and 0xffffffcd xor 0x40'],
     ['-j MARK --or-mark 0x4000', 'meta mark set mark or 0x4000'],
     ['-j CONNMARK --save-mark', 'ct mark set meta mark'],
+    // As iptables-nft 1.8.9 writes it: xt_connmark shifts the new mark as a whole.
+    ['-j CONNMARK --set-xmark 0x1/0xff --left-shift-mark 8', 'ct mark set (ct mark and 0xffffff00 xor 0x1) << 8'],
     ['-j LOG --log-prefix "x: " --log-level 6', 'log prefix "x: " level info'],
     ['-j NFLOG --nflog-group 2', 'log group 2'],
     ['-j MASQUERADE --random-fully', 'masquerade fully-random'],
