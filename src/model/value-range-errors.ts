@@ -28,10 +28,16 @@ export function valueRangeErrors(ruleset: Ruleset): Diagnostic[] {
   return errors;
 }
 
-/** (A type named in a set declaration has no known width, `bits` 0, and its parts are checked
- * by theirs.) */
-function checkFits(expr: Expr, type: Datatype | undefined, errors: Diagnostic[]): void {
-  if (!type) return;
+/** The widths of the types a set declaration names (datatypeNamed knows names only, `bits` 0):
+ * those of integer values and addresses; any other has none checked. */
+const NAMED_WIDTHS: Readonly<Record<string, number>> = {
+  inet_service: 16, inet_proto: 8, mark: 32, ipv4_addr: 32, ipv6_addr: 128, ether_type: 16, dscp: 6, ecn: 2,
+  icmp_type: 8, icmp_code: 8, icmpv6_type: 8, icmpv6_code: 8, ct_state: 32, ct_status: 32, pkt_type: 8, nf_proto: 8,
+};
+
+function checkFits(expr: Expr, named: Datatype | undefined, errors: Diagnostic[]): void {
+  if (!named) return;
+  const type = named.bits === 0 && NAMED_WIDTHS[named.name] !== undefined ? { ...named, bits: NAMED_WIDTHS[named.name]! } : named;
   switch (expr.kind) {
     case 'literal': {
       if (type.parts || type.bits === 0) return;

@@ -27,6 +27,9 @@ const ROWS: readonly { rule: string; error?: string; sets?: string }[] = [
   { rule: 'ip saddr . tcp dport { 10.0.0.1 . 65536 } accept', error: 'value 65536 exceeds the range 0-65535' },
   { rule: 'tcp dport @ports accept', sets: SETS.split('\n').slice(0, 3).join('\n') },
   { rule: 'tcp dport @wide accept', error: 'value 70000 exceeds the range 0-65535', sets: SETS },
+  { rule: 'tcp dport @named accept', error: 'value 99999 exceeds the range 0-65535 of its 16-bit type inet_service', sets: '\n  set named { type inet_service; elements = { 22, 99999 } }' },
+  { rule: 'ip saddr . tcp dport @pairs accept', error: 'value 70000 exceeds the range 0-65535', sets: '\n  set pairs { type ipv4_addr . inet_service; elements = { 10.0.0.1 . 70000 } }' },
+  { rule: 'ip saddr @nets accept', error: 'prefix length 40 is too long for the 32-bit type ipv4_addr', sets: '\n  set nets { type ipv4_addr; flags interval; elements = { 10.0.0.0/40 } }' },
 ];
 
 describe('constants too wide for their type', () => {

@@ -334,8 +334,13 @@ class RulesetBuilder {
 
   private readSet(isMap: boolean, v: Node, span: Span): NamedSet {
     const x = this.stmts.exprs;
-    const key = this.readKeyType(req(v, 'type'));
-    const dataNode = isMap ? req(v, 'map') : undefined;
+    // Without a key (a map: without data) nft refuses the set, with these words; it is kept,
+    // as the text parser keeps it, with an empty key.
+    const typeNode = property(v, 'type');
+    const dataNode = isMap ? property(v, 'map') : undefined;
+    if (!typeNode) this.src.report('error', 'syntax', `${isMap ? 'map' : 'set'} definition does not specify key`, v);
+    else if (isMap && !dataNode) this.src.report('error', 'syntax', 'map definition does not specify mapping data type', v);
+    const key: KeyType = typeNode ? this.readKeyType(typeNode) : { kind: 'type', names: [] };
     const data = dataNode ? this.readKeyType(dataNode) : undefined;
     const policy = stringProp(v, 'policy');
     if (policy !== undefined && policy !== 'performance' && policy !== 'memory') {

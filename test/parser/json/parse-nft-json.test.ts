@@ -489,3 +489,16 @@ describe('malformed input', () => {
     expect(diagnostics.some((d) => d.severity === 'error')).toBe(true);
   });
 });
+
+// nft refuses a set without a key and a map without data, as the text parser does.
+describe('sets nft refuses', () => {
+  it.each([
+    ['a set without a key', { set: { family: 'ip', table: 't', name: 's' } }, 'set definition does not specify key'],
+    ['a map without a key', { map: { family: 'ip', table: 't', name: 'm', map: 'mark' } }, 'map definition does not specify key'],
+    ['a map without data', { map: { family: 'ip', table: 't', name: 'm', type: 'ipv4_addr' } }, 'map definition does not specify mapping data type'],
+  ])('%s is an error, and the set is kept', (_name, item, message) => {
+    const { ruleset, diagnostics } = parseNftJson(listing(item));
+    expect(diagnostics.map((d) => [d.severity, d.message])).toEqual([['error', message]]);
+    expect(ruleset.tables[0]!.sets).toHaveLength(1);
+  });
+});
