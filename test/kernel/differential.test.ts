@@ -2736,3 +2736,899 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: ipset rulesets o
     expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
   });
 });
+
+// iptables-save rulesets (iptables-nft) whose extensions and targets act across the packets of a
+// flow: CONNMARK, conntrack and state, recent, hashlimit, limit, connbytes, connlimit, statistic, the
+// SET target, NAT and the reply's un-NAT, CT zones, NOTRACK, TCP flags and options, MARK on
+// replies. An `open` row records what the kernel did where nftsim does otherwise (it.fails: it
+// starts failing once nftsim agrees).
+describe.skipIf(skipReason !== undefined)('kernel-differential: iptables flows (XT_FLOWS)', () => {
+  interface XtFlow {
+    readonly name: string;
+    readonly rulesets: DifferentialCase['rulesets'];
+    readonly packets: readonly KernelFlowPacket[];
+    readonly open?: string;
+  }
+  type XtTable = 'raw' | 'mangle' | 'nat' | 'filter';
+  const BUILTIN: Readonly<Record<XtTable, readonly string[]>> = {
+    raw: ['PREROUTING', 'OUTPUT'],
+    mangle: ['PREROUTING', 'INPUT', 'FORWARD', 'OUTPUT', 'POSTROUTING'],
+    nat: ['PREROUTING', 'INPUT', 'OUTPUT', 'POSTROUTING'],
+    filter: ['INPUT', 'FORWARD', 'OUTPUT'],
+  };
+  /** One table of an iptables-save dump: its rules (`CHAIN …`), user chains and policies. */
+  const tb = (table: XtTable, rules: readonly string[], opts: { user?: readonly string[]; drop?: readonly string[] } = {}) =>
+    `*${table}\n${BUILTIN[table].map((c) => `:${c} ${opts.drop?.includes(c) ? 'DROP' : 'ACCEPT'} [0:0]\n`).join('')}${(opts.user ?? []).map((c) => `:${c} - [0:0]\n`).join('')}${rules.map((r) => `-A ${r}\n`).join('')}COMMIT\n`;
+  const v4 = (...tables: string[]) => [{ kind: 'iptables', text: tables.join(''), file: 'x.ipt' }] as const;
+  const v6 = (...tables: string[]) => [{ kind: 'ip6tables', text: tables.join(''), file: 'x6.ipt' }] as const;
+  const withSets = (ipset: string, kind: 'iptables' | 'ip6tables', ...tables: string[]) =>
+    [{ kind: 'ipset', text: ipset, file: 'x.ipset' }, { kind, text: tables.join(''), file: 'x.ipt' }] as const;
+  const mk = (bit: number) => `-j MARK --set-xmark 0x${bit.toString(16)}/0x${bit.toString(16)}`;
+
+  const udp = { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53 } as const;
+  const syn = { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' } as const;
+  const c = (base: KernelPacket, tcpFlags: string, seq: number, ack?: number): KernelPacket => ({ ...base, tcpFlags, tcpSeq: DEFAULT_SEQ + seq, ...(ack !== undefined && { tcpAck: REPLY_SEQ + ack }) });
+  const ack = c(syn, 'ack', 1, 1);
+  /** SYN, SYN-ACK, ACK of a connection opened by `first`. */
+  const hs = (first: KernelPacket): KernelFlowPacket[] => [first, { reply: true }, c(first, 'ack', 1, 1)];
+  /** The handshake, then both FINs and the last ACK. */
+  const closing = (first: KernelPacket): KernelFlowPacket[] => [...hs(first), c(first, 'fin,ack', 1, 1), { reply: true, tcpFlags: 'fin,ack', tcpSeq: REPLY_SEQ + 1, tcpAck: DEFAULT_SEQ + 2 }, c(first, 'ack', 2, 2)];
+  const echo = { iif: 'eth0', src: '192.0.2.1', dst: '198.51.100.20', protocol: 'icmp' } as const;
+  const toNode = { ...syn, dst: '192.0.2.10' } as const;
+  const udpToNode = { ...udp, dst: '192.0.2.10' } as const;
+  const local = { src: '198.51.100.10', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn', skuid: 0, skgid: 0 } as const;
+  const localUdp = { src: '198.51.100.10', dst: '198.51.100.20', protocol: 'udp', sport: 40000, dport: 53, skuid: 0, skgid: 0 } as const;
+  const portUnreach = { reply: true, protocol: 'icmp', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' } as const;
+  const udp6 = { iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:2::20', protocol: 'udp', sport: 40000, dport: 53 } as const;
+  const syn6 = { iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:2::20', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn' } as const;
+  const port6Unreach = { reply: true, protocol: 'icmpv6', icmpType: 'destination-unreachable', icmpCode: 'port-unreachable' } as const;
+
+  // The state of each packet, recorded in the mark (mangle FORWARD).
+  const CTSTATES = tb('mangle', [
+    `FORWARD -m conntrack --ctstate NEW ${mk(0x1)}`,
+    `FORWARD -m conntrack --ctstate ESTABLISHED ${mk(0x2)}`,
+    `FORWARD -m conntrack --ctstate RELATED ${mk(0x4)}`,
+    `FORWARD -m conntrack --ctstate INVALID ${mk(0x8)}`,
+    `FORWARD -m conntrack --ctstate UNTRACKED ${mk(0x10)}`,
+    `FORWARD -m conntrack --ctdir REPLY ${mk(0x20)}`,
+  ]);
+  const MASQ = tb('nat', ['POSTROUTING -o eth1 -j MASQUERADE']);
+  const DNAT8080 = tb('nat', ['PREROUTING -d 192.0.2.10/32 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 198.51.100.20:80', 'PREROUTING -d 192.0.2.10/32 -p udp -m udp --dport 5353 -j DNAT --to-destination 198.51.100.20:53', 'POSTROUTING -o eth1 -j MASQUERADE']);
+
+  const XT_FLOWS: readonly XtFlow[] = [
+    // CONNMARK.
+    {
+      name: 'xt flow: CONNMARK save with masks on the SYN, restore on the SYN-ACK and ACK',
+      rulesets: v4(tb('mangle', [
+        'PREROUTING -j CONNMARK --restore-mark --nfmask 0xff --ctmask 0xff',
+        'PREROUTING -i eth0 -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j MARK --set-xmark 0x2a/0xff',
+        'PREROUTING -m conntrack --ctstate NEW -j CONNMARK --save-mark --nfmask 0xff --ctmask 0xff',
+        `FORWARD -m connmark --mark 0x2a/0xff ${mk(0x100)}`,
+        `FORWARD -m connmark --mark 0x4000/0x4000 ${mk(0x200)}`,
+      ])),
+      packets: [{ ...syn, mark: '0x4000' }, { reply: true, mark: '0x4000' }, c({ ...syn, mark: '0x4000' }, 'ack', 1, 1)],
+    },
+    {
+      name: 'xt flow: CONNMARK --save-mark with a left shift, --restore-mark with a right shift',
+      rulesets: v4(tb('mangle', [
+        'PREROUTING -m conntrack --ctstate NEW -j MARK --set-xmark 0x35/0xff',
+        'PREROUTING -m conntrack --ctstate NEW -j CONNMARK --save-mark --nfmask 0xff --ctmask 0xff00 --left-shift-mark 8',
+        'PREROUTING -m conntrack --ctstate ESTABLISHED -j CONNMARK --restore-mark --nfmask 0xf --ctmask 0xff00 --right-shift-mark 8',
+        `FORWARD -m connmark --mark 0x3500/0xff00 ${mk(0x1000)}`,
+      ])),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: CONNMARK --set-xmark, --or-mark, --xor-mark, --and-mark per packet',
+      rulesets: v4(tb('mangle', [
+        'FORWARD -m conntrack --ctstate NEW -j CONNMARK --set-xmark 0x11/0xffffffff',
+        'FORWARD -m conntrack --ctdir REPLY -j CONNMARK --set-xmark 0x100/0x100',
+        'FORWARD -m conntrack --ctstate ESTABLISHED --ctdir ORIGINAL -j CONNMARK --set-xmark 0x1/0x0',
+        'FORWARD -m connmark --mark 0x110 -j CONNMARK --set-xmark 0x0/0xfffffeff',
+        'FORWARD -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff',
+      ])),
+      packets: [udp, { reply: true }, udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: kube-proxy mark 0x4000 saved to the connection, read on the reply',
+      rulesets: v4(
+        tb('nat', [
+          'PREROUTING -d 192.0.2.10/32 -p tcp -m tcp --dport 8080 -j KUBE-MARK-MASQ',
+          'PREROUTING -d 192.0.2.10/32 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 198.51.100.20:80',
+          'POSTROUTING -m mark --mark 0x4000/0x4000 -j MASQUERADE',
+          'KUBE-MARK-MASQ -j MARK --set-xmark 0x4000/0x4000',
+        ], { user: ['KUBE-MARK-MASQ'] }),
+        tb('mangle', [
+          'PREROUTING -j CONNMARK --restore-mark --nfmask 0x4000 --ctmask 0x4000',
+          'POSTROUTING -m conntrack --ctstate NEW -j CONNMARK --save-mark --nfmask 0x4000 --ctmask 0x4000',
+          `FORWARD -m conntrack --ctdir REPLY -m mark --mark 0x4000/0x4000 ${mk(0x1)}`,
+        ]),
+      ),
+      packets: hs({ ...syn, dst: '192.0.2.10', dport: 8080 }),
+    },
+    {
+      name: 'xt flow: CONNMARK of a local connection, saved at OUTPUT, restored at INPUT',
+      rulesets: v4(tb('mangle', [
+        'OUTPUT -m conntrack --ctstate NEW -j MARK --set-xmark 0x7/0xff',
+        'OUTPUT -j CONNMARK --save-mark --nfmask 0xffffffff --ctmask 0xffffffff',
+        'INPUT -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff',
+        `INPUT -m mark --mark 0x7 ${mk(0x100)}`,
+      ])),
+      packets: hs(local),
+    },
+    {
+      name: 'xt flow: -m connmark in raw sees no connection, negated or not',
+      rulesets: v4(
+        tb('raw', [`PREROUTING -m connmark --mark 0x5 ${mk(0x1)}`, `PREROUTING -m connmark ! --mark 0x5 ${mk(0x2)}`]),
+        tb('mangle', ['PREROUTING -m conntrack --ctstate NEW -j CONNMARK --set-xmark 0x5/0xffffffff', `PREROUTING -m connmark --mark 0x5 ${mk(0x4)}`, `PREROUTING -m connmark ! --mark 0x5 ${mk(0x8)}`]),
+      ),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: policy routing by the connection mark restored on every packet',
+      rulesets: v4(tb('mangle', [
+        'PREROUTING -j CONNMARK --restore-mark --nfmask 0xffffffff --ctmask 0xffffffff',
+        'PREROUTING -d 10.0.0.0/8 -m conntrack --ctstate NEW -j MARK --set-xmark 0x10/0x10',
+        'PREROUTING -m conntrack --ctstate NEW -j CONNMARK --save-mark --nfmask 0xffffffff --ctmask 0xffffffff',
+      ])),
+      packets: [{ ...udp, dst: '10.1.2.3' }, { reply: true }, { ...udp, dst: '10.1.2.3' }],
+    },
+    {
+      name: 'xt flow: CONNMARK --set-mark in nat PREROUTING (first packet only), read later',
+      rulesets: v4(tb('nat', ['PREROUTING -p udp -j CONNMARK --set-xmark 0x9/0xf']), tb('mangle', [`FORWARD -m connmark --mark 0x9/0xf ${mk(0x10)}`, `POSTROUTING -m connmark --mark 0x9 ${mk(0x20)}`])),
+      packets: [udp, { reply: true }, udp, { reply: true }],
+    },
+    // CT zones and NOTRACK.
+    {
+      name: 'xt flow: CT --zone on both interfaces, the reply is established',
+      rulesets: v4(tb('raw', ['PREROUTING -i eth0 -j CT --zone 3', 'PREROUTING -i eth1 -j CT --zone 3']), CTSTATES),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: CT --zone on both sides with DNAT and masquerade, TCP',
+      rulesets: v4(tb('raw', ['PREROUTING -j CT --zone 9']), DNAT8080, CTSTATES),
+      packets: hs({ ...syn, dst: '192.0.2.10', dport: 8080 }),
+    },
+    {
+      name: 'xt flow: NOTRACK of both directions, -m state and -m conntrack UNTRACKED, no DNAT',
+      rulesets: v4(
+        tb('raw', ['PREROUTING -p udp -m udp --dport 53 -j NOTRACK', 'PREROUTING -p udp -m udp --sport 53 -j NOTRACK']),
+        tb('nat', ['PREROUTING -p udp -j DNAT --to-destination 198.51.100.30']),
+        tb('mangle', [`FORWARD -m state --state UNTRACKED ${mk(0x1)}`, `FORWARD -m conntrack --ctstate UNTRACKED ${mk(0x2)}`, `FORWARD -m state --state NEW ${mk(0x4)}`]),
+      ),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: NOTRACK of the reply direction: the next packet is still new',
+      rulesets: v4(tb('raw', ['PREROUTING -i eth1 -j NOTRACK']), CTSTATES),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: CT --notrack of the SYN only: the SYN-ACK is invalid, the ACK picked up',
+      rulesets: v4(tb('raw', ['PREROUTING -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN -j CT --notrack']), CTSTATES),
+      packets: hs(syn),
+    },
+    {
+      name: 'xt flow: CT --notrack of a local UDP packet: the reply opens a connection',
+      rulesets: v4(tb('raw', ['OUTPUT -p udp -j CT --notrack']), tb('mangle', [`INPUT -m conntrack --ctstate NEW ${mk(0x1)}`, `INPUT -m conntrack --ctdir ORIGINAL ${mk(0x2)}`, `OUTPUT -m conntrack --ctstate UNTRACKED ${mk(0x4)}`])),
+      packets: [localUdp, { reply: true }, localUdp],
+    },
+    // conntrack and state.
+    {
+      name: 'xt flow: --ctstatus bits across a TCP handshake and close',
+      rulesets: v4(tb('mangle', [
+        `FORWARD -m conntrack --ctstatus SEEN_REPLY ${mk(0x1)}`,
+        `FORWARD -m conntrack --ctstatus ASSURED ${mk(0x2)}`,
+        `FORWARD -m conntrack --ctstatus CONFIRMED ${mk(0x4)}`,
+        `FORWARD -m conntrack ! --ctstatus EXPECTED ${mk(0x8)}`,
+        `FORWARD -m conntrack --ctstate ESTABLISHED ${mk(0x10)}`,
+        `FORWARD -m conntrack --ctdir REPLY ${mk(0x20)}`,
+      ])),
+      packets: closing(syn),
+    },
+    {
+      name: 'xt flow: conntrack tuple tests after DNAT and masquerade, negated',
+      rulesets: v4(DNAT8080, tb('mangle', [
+        `FORWARD -p tcp -m conntrack --ctproto tcp --ctorigsrcport 40000 ${mk(0x1)}`,
+        `FORWARD -m conntrack ! --ctorigdst 198.51.100.20 ${mk(0x2)}`,
+        `FORWARD -m conntrack --ctreplsrc 198.51.100.20/32 --ctrepldst 198.51.100.10 ${mk(0x4)}`,
+        `FORWARD -p tcp -m conntrack --ctrepldstport 40000 ${mk(0x8)}`,
+        `FORWARD -p tcp -m conntrack ! --ctorigdstport 80 ${mk(0x10)}`,
+        `FORWARD -m conntrack --ctorigsrc 192.0.2.0/24 --ctdir REPLY ${mk(0x20)}`,
+        `FORWARD -m conntrack --ctstate DNAT,SNAT --ctstatus SEEN_REPLY ${mk(0x40)}`,
+      ])),
+      packets: hs({ ...syn, dst: '192.0.2.10', dport: 8080 }),
+    },
+    {
+      name: 'xt flow: the reply before un-SNAT in mangle PREROUTING, after it in FORWARD',
+      rulesets: v4(tb('nat', ['POSTROUTING -s 192.0.2.0/24 -o eth1 -j SNAT --to-source 198.51.100.10']), tb('mangle', [
+        `PREROUTING -d 198.51.100.10/32 -m conntrack --ctstate SNAT --ctdir REPLY ${mk(0x1)}`,
+        `PREROUTING -m conntrack --ctrepldst 198.51.100.10 ${mk(0x2)}`,
+        `FORWARD -d 192.0.2.1/32 -m conntrack --ctstate ESTABLISHED ${mk(0x4)}`,
+        `POSTROUTING -m conntrack --ctstate NEW -s 192.0.2.1/32 ${mk(0x8)}`,
+        `POSTROUTING -m conntrack --ctdir REPLY -d 192.0.2.1/32 ${mk(0x10)}`,
+      ])),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: -m state RELATED for an ICMP port-unreachable about a UDP packet',
+      rulesets: v4(tb('filter', ['FORWARD -m state --state RELATED,ESTABLISHED -j ACCEPT', 'FORWARD -i eth0 -m state --state NEW -j ACCEPT'], { drop: ['FORWARD'] }), tb('mangle', [`FORWARD -m state --state RELATED ${mk(0x1)}`, `FORWARD -m conntrack --ctstate RELATED --ctdir REPLY ${mk(0x2)}`, `FORWARD -p icmp -m icmp --icmp-type 3/3 ${mk(0x4)}`])),
+      packets: [udp, portUnreach],
+    },
+    {
+      name: 'xt flow: an ICMP error about a DNATed SYN is related, un-NATed, --ctorigdst',
+      rulesets: v4(DNAT8080, tb('mangle', [`FORWARD -m conntrack --ctstate RELATED --ctorigdst 192.0.2.10 ${mk(0x1)}`, `POSTROUTING -s 192.0.2.10/32 -p icmp ${mk(0x2)}`])),
+      packets: [{ ...syn, dst: '192.0.2.10', dport: 8080 }, portUnreach],
+    },
+    {
+      name: 'xt flow: a stateful forward with --syn: SYN, SYN-ACK, ACK, then an unsolicited packet',
+      rulesets: v4(tb('filter', [
+        'FORWARD -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+        'FORWARD -m conntrack --ctstate INVALID -j DROP',
+        'FORWARD -i eth0 -p tcp -m tcp --syn -m conntrack --ctstate NEW -j ACCEPT',
+      ], { drop: ['FORWARD'] })),
+      packets: [...hs(syn), { iif: 'eth1', src: '198.51.100.20', dst: '192.0.2.1', protocol: 'tcp', sport: 80, dport: 40001, tcpFlags: 'syn' }],
+    },
+    {
+      name: 'xt flow: a new connection without SYN is refused (! --syn NEW), then a SYN passes',
+      rulesets: v4(tb('filter', ['FORWARD -p tcp -m tcp ! --tcp-flags FIN,SYN,RST,ACK SYN -m state --state NEW -j DROP', 'FORWARD -m state --state RELATED,ESTABLISHED -j ACCEPT', 'FORWARD -p tcp -m tcp --syn -j ACCEPT'], { drop: ['FORWARD'] })),
+      packets: [c(syn, 'ack', 0, 0), { ...syn, sport: 40001 }, { reply: true }, c({ ...syn, sport: 40001 }, 'ack', 1, 1)],
+    },
+    {
+      name: 'xt flow: a RST as the first packet is INVALID, then the SYN is NEW',
+      rulesets: v4(CTSTATES),
+      packets: [{ ...syn, tcpFlags: 'rst' }, syn, { reply: true }],
+    },
+    {
+      name: 'xt flow: the server resets, the client ACK after it (state INVALID or NEW)',
+      rulesets: v4(CTSTATES, tb('filter', ['FORWARD -m state --state INVALID -j DROP'])),
+      packets: [...hs(syn), { reply: true, tcpFlags: 'rst', tcpSeq: REPLY_SEQ + 1 }, c(syn, 'ack', 1, 1)],
+    },
+    {
+      name: 'xt flow: --ctdir across a FIN from the server first',
+      rulesets: v4(CTSTATES, tb('mangle', [`POSTROUTING -m conntrack --ctdir ORIGINAL -p tcp -m tcp --tcp-flags FIN FIN ${mk(0x100)}`, `POSTROUTING -m conntrack --ctdir REPLY -p tcp -m tcp --tcp-flags FIN FIN ${mk(0x200)}`])),
+      packets: [...hs(syn), { reply: true, tcpFlags: 'fin,ack', tcpSeq: REPLY_SEQ + 1, tcpAck: DEFAULT_SEQ + 1 }, c(syn, 'fin,ack', 1, 2), { reply: true, tcpFlags: 'ack', tcpSeq: REPLY_SEQ + 2, tcpAck: DEFAULT_SEQ + 2 }],
+    },
+    {
+      name: 'xt flow: a SYN again after the close reopens the connection through nat',
+      rulesets: v4(DNAT8080, CTSTATES),
+      packets: [...closing({ ...syn, dst: '192.0.2.10', dport: 8080 }), c({ ...syn, dst: '192.0.2.10', dport: 8080 }, 'syn', 0x10000)],
+    },
+    {
+      name: 'xt flow: --ctstate on the node\'s own connection at OUTPUT and INPUT',
+      rulesets: v4(tb('mangle', [`OUTPUT -m conntrack --ctstate NEW ${mk(0x1)}`, `OUTPUT -m conntrack --ctstate ESTABLISHED ${mk(0x2)}`, `INPUT -m conntrack --ctstate ESTABLISHED --ctdir REPLY ${mk(0x4)}`, `INPUT -m conntrack --ctstatus SEEN_REPLY ${mk(0x8)}`])),
+      packets: closing(local),
+    },
+    {
+      name: 'xt flow: a connection to the node, the node\'s replies at OUTPUT',
+      rulesets: v4(tb('filter', ['INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT', 'INPUT -p tcp -m tcp --dport 22 -m conntrack --ctstate NEW -j ACCEPT', 'OUTPUT -m conntrack --ctstate ESTABLISHED --ctdir REPLY -j ACCEPT'], { drop: ['INPUT', 'OUTPUT'] })),
+      packets: hs({ ...toNode, dport: 22 }),
+    },
+    // recent.
+    {
+      name: 'xt flow: recent --set --rsource in raw, --rcheck --rdest on the reply',
+      rulesets: v4(tb('raw', ['PREROUTING -i eth0 -m recent --set --name c --mask 255.255.255.255 --rsource']), tb('mangle', [`FORWARD -m recent --rcheck --name c --mask 255.255.255.255 --rdest ${mk(0x1)}`, `FORWARD -m recent --rcheck --name c --mask 255.255.255.255 --rsource ${mk(0x2)}`])),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: SSH brute force, --set then --update --seconds --hitcount 3 on new SYNs',
+      rulesets: v4(tb('filter', [
+        'INPUT -p tcp -m tcp --dport 22 -m conntrack --ctstate NEW -m recent --set --name SSH --mask 255.255.255.255 --rsource',
+        'INPUT -p tcp -m tcp --dport 22 -m conntrack --ctstate NEW -m recent --update --seconds 60 --hitcount 3 --name SSH --mask 255.255.255.255 --rsource -j DROP',
+      ])),
+      packets: [0, 1, 2, 3].map((i) => ({ ...toNode, dport: 22, sport: 40000 + i })),
+    },
+    {
+      name: 'xt flow: recent --update alone adds a hit only when it matches',
+      rulesets: v4(tb('filter', [
+        'FORWARD -i eth0 -p udp -m udp --dport 53 -m recent --set --name u --mask 255.255.255.255 --rsource',
+        `FORWARD -i eth0 -p udp -m udp --dport 54 -m recent --update --seconds 60 --hitcount 2 --name u --mask 255.255.255.255 --rsource ${mk(0x1)}`,
+      ])),
+      packets: [udp, { ...udp, dport: 54 }, { ...udp, dport: 54 }, { ...udp, dport: 54 }],
+    },
+    {
+      name: 'xt flow: recent --rcheck --hitcount counts the --set hits',
+      rulesets: v4(tb('filter', [
+        'FORWARD -i eth0 -p udp -m udp --dport 53 -m recent --set --name u --mask 255.255.255.255 --rsource',
+        `FORWARD -i eth0 -m recent --rcheck --seconds 60 --hitcount 2 --name u --mask 255.255.255.255 --rsource ${mk(0x1)}`,
+        `FORWARD -i eth0 -m recent --rcheck --hitcount 3 --name u --mask 255.255.255.255 --rsource ${mk(0x2)}`,
+      ])),
+      packets: [udp, { ...udp, dport: 54 }, { ...udp, sport: 40001 }, { ...udp, dport: 54 }, { ...udp, sport: 40002 }, { ...udp, dport: 54 }],
+    },
+    {
+      name: 'xt flow: recent --remove by the reply, then --rcheck of the next packet',
+      rulesets: v4(tb('filter', [
+        `FORWARD -i eth0 -m recent --rcheck --name r --mask 255.255.255.255 --rsource ${mk(0x1)}`,
+        'FORWARD -i eth0 -m conntrack --ctstate NEW -m recent --set --name r --mask 255.255.255.255 --rsource',
+        `FORWARD -i eth1 -m recent --remove --name r --mask 255.255.255.255 --rdest ${mk(0x2)}`,
+        `FORWARD -i eth1 -m recent --remove --name r --mask 255.255.255.255 --rdest ${mk(0x4)}`,
+      ])),
+      packets: [udp, udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: recent --mask 255.255.255.0: another client of the /24 is seen',
+      rulesets: v4(tb('filter', [`FORWARD -m recent --rcheck --name n --mask 255.255.255.0 --rsource ${mk(0x1)}`, 'FORWARD -s 192.0.2.1/32 -m recent --set --name n --mask 255.255.255.0 --rsource'])),
+      packets: [udp, { ...udp, src: '192.0.2.77' }, { iif: 'eth1', src: '198.51.100.30', dst: '192.0.2.1', protocol: 'udp', sport: 53, dport: 40000 }],
+    },
+    {
+      name: 'xt flow: recent --rttl: a later packet of the TTL the --set saw is seen',
+      open: 'kernel: the third packet (TTL 64, as the one --set saw) matches --rcheck --rttl (mark 0x3); nftsim reports --rttl as not modelled and assumes no match (mark 0x2)',
+      rulesets: v4(tb('raw', [`PREROUTING -m recent --rcheck --rttl --name t --mask 255.255.255.255 --rsource ${mk(0x1)}`, `PREROUTING -m recent --rcheck --name t --mask 255.255.255.255 --rsource ${mk(0x2)}`, 'PREROUTING -p udp -m udp --dport 53 -m recent --set --name t --mask 255.255.255.255 --rsource'])),
+      packets: [{ ...udp, ttl: 64 }, { ...udp, dport: 54, ttl: 50 }, { ...udp, dport: 54, ttl: 64 }],
+    },
+    {
+      name: 'xt flow: two recent lists and an inverted --rcheck',
+      rulesets: v4(tb('filter', [
+        `FORWARD -m recent ! --rcheck --name A --mask 255.255.255.255 --rsource ${mk(0x1)}`,
+        `FORWARD -m recent --rcheck --name B --mask 255.255.255.255 --rsource ${mk(0x2)}`,
+        'FORWARD -p udp -m recent --set --name A --mask 255.255.255.255 --rsource',
+        'FORWARD -p tcp -m recent --set --name B --mask 255.255.255.255 --rsource',
+      ])),
+      packets: [udp, { reply: true }, syn, { reply: true }, c(syn, 'ack', 1, 1)],
+    },
+    {
+      name: 'xt flow: port knocking with recent lists in a user chain',
+      rulesets: v4(tb('filter', [
+        'INPUT -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+        'INPUT -j KNOCK',
+        'KNOCK -p udp -m udp --dport 7000 -m recent --set --name K1 --mask 255.255.255.255 --rsource -j DROP',
+        'KNOCK -p udp -m udp --dport 8000 -m recent --rcheck --seconds 30 --name K1 --mask 255.255.255.255 --rsource -m recent --set --name K2 --mask 255.255.255.255 --rsource -j DROP',
+        'KNOCK -p tcp -m tcp --dport 22 -m recent --rcheck --seconds 30 --name K2 --mask 255.255.255.255 --rsource -j ACCEPT',
+      ], { user: ['KNOCK'], drop: ['INPUT'] })),
+      packets: [{ ...toNode, dport: 22 }, { ...udpToNode, dport: 8000 }, { ...udpToNode, dport: 7000 }, { ...udpToNode, dport: 8000, sport: 40001 }, { ...toNode, dport: 22, sport: 40002 }, { reply: true }],
+    },
+    // hashlimit, limit, connbytes, statistic.
+    {
+      name: 'xt flow: hashlimit srcip,dstport: each port has its bucket',
+      rulesets: v4(tb('filter', ['FORWARD -m hashlimit --hashlimit-upto 1/min --hashlimit-burst 2 --hashlimit-mode srcip,dstport --hashlimit-name hp -j ACCEPT'], { drop: ['FORWARD'] })),
+      packets: [udp, udp, udp, { ...udp, dport: 54 }, { ...udp, dport: 54, sport: 40001 }],
+    },
+    {
+      name: 'xt flow: hashlimit --hashlimit-above on new connections only',
+      rulesets: v4(tb('filter', [
+        'FORWARD -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+        'FORWARD -m conntrack --ctstate NEW -m hashlimit --hashlimit-above 1/hour --hashlimit-burst 1 --hashlimit-mode dstip,dstport --hashlimit-name ha -j DROP',
+        'FORWARD -i eth0 -j ACCEPT',
+      ], { drop: ['FORWARD'] })),
+      packets: [syn, { reply: true }, ack, { ...syn, sport: 40001 }, { ...syn, sport: 40002, dport: 443 }],
+    },
+    {
+      name: 'xt flow: hashlimit --hashlimit-srcmask 24: two clients share a bucket',
+      rulesets: v4(tb('filter', ['FORWARD -m hashlimit --hashlimit-upto 1/hour --hashlimit-burst 2 --hashlimit-mode srcip --hashlimit-srcmask 24 --hashlimit-name hm -j ACCEPT'], { drop: ['FORWARD'] })),
+      packets: [udp, { ...udp, src: '192.0.2.77' }, udp, { iif: 'eth1', src: '198.51.100.30', dst: '192.0.2.1', protocol: 'udp', sport: 53, dport: 40000 }],
+    },
+    {
+      name: 'xt flow: limit on new connections only, established always pass',
+      rulesets: v4(tb('filter', ['FORWARD -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT', 'FORWARD -m conntrack --ctstate NEW -m limit --limit 1/min --limit-burst 2 -j ACCEPT'], { drop: ['FORWARD'] })),
+      packets: [udp, { reply: true }, { ...udp, sport: 40001 }, { ...udp, sport: 40002 }, udp],
+    },
+    {
+      name: 'xt flow: limit in nat PREROUTING is met by the first packet of each connection',
+      rulesets: v4(tb('nat', ['PREROUTING -p udp -m limit --limit 1/hour --limit-burst 1 -j DNAT --to-destination 198.51.100.30'])),
+      packets: [udp, { reply: true }, udp, { ...udp, sport: 40001 }],
+    },
+    {
+      name: 'xt flow: connbytes packets in both directions and the reply',
+      rulesets: v4(tb('mangle', [
+        `FORWARD -m connbytes --connbytes 3 --connbytes-dir both --connbytes-mode packets ${mk(0x1)}`,
+        `FORWARD -m connbytes --connbytes 2:2 --connbytes-dir reply --connbytes-mode packets ${mk(0x2)}`,
+        `FORWARD -m connbytes ! --connbytes 2 --connbytes-dir original --connbytes-mode packets ${mk(0x4)}`,
+      ])),
+      packets: [udp, { reply: true }, udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: connbytes bytes and avgpkt over a TCP handshake',
+      rulesets: v4(tb('mangle', [
+        `FORWARD -m connbytes --connbytes 0:60 --connbytes-dir original --connbytes-mode bytes ${mk(0x1)}`,
+        `FORWARD -m connbytes --connbytes 100 --connbytes-dir both --connbytes-mode bytes ${mk(0x2)}`,
+        `FORWARD -m connbytes --connbytes 41:44 --connbytes-dir both --connbytes-mode avgpkt ${mk(0x4)}`,
+        `FORWARD -m connbytes --connbytes 40:40 --connbytes-dir reply --connbytes-mode avgpkt ${mk(0x8)}`,
+      ])),
+      packets: hs({ ...syn, tcpMss: 1460 }),
+    },
+    {
+      name: 'xt flow: kube-proxy endpoints by statistic nth, two connections',
+      rulesets: v4(tb('nat', [
+        'PREROUTING -d 192.0.2.10/32 -p tcp -m tcp --dport 8080 -j SVC',
+        'SVC -p tcp -m statistic --mode nth --every 2 --packet 0 -j DNAT --to-destination 198.51.100.20:80',
+        'SVC -p tcp -j DNAT --to-destination 198.51.100.30:80',
+      ], { user: ['SVC'] })),
+      packets: [{ ...syn, dst: '192.0.2.10', dport: 8080 }, { reply: true }, { ...syn, dst: '192.0.2.10', dport: 8080, sport: 40001 }, { reply: true }],
+    },
+    // SET and -m set.
+    {
+      name: 'xt flow: SET --add-set of new sources, -m set on the reply and later',
+      rulesets: withSets('create seen hash:ip family inet hashsize 1024 maxelem 65536\n', 'iptables', tb('mangle', [
+        `FORWARD -m set --match-set seen src ${mk(0x1)}`,
+        `FORWARD -m set --match-set seen dst ${mk(0x2)}`,
+        'FORWARD -m conntrack --ctstate NEW -j SET --add-set seen src',
+      ])),
+      packets: [udp, { reply: true }, udp, { ...udp, src: '192.0.2.77' }],
+    },
+    {
+      name: 'xt flow: SET --del-set by the reply, the next packet is out of the set',
+      rulesets: withSets('create s hash:ip family inet hashsize 1024 maxelem 65536\nadd s 192.0.2.1\n', 'iptables', tb('mangle', [
+        `FORWARD -m set --match-set s src ${mk(0x1)}`,
+        'FORWARD -i eth1 -j SET --del-set s dst',
+      ])),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: SET --add-set dst,dst of the DNATed destination in FORWARD',
+      rulesets: withSets('create svc hash:ip,port family inet hashsize 1024 maxelem 65536\n', 'iptables', DNAT8080, tb('mangle', [
+        `PREROUTING -m set --match-set svc dst,dst ${mk(0x1)}`,
+        `FORWARD -m set --match-set svc dst,dst ${mk(0x2)}`,
+        `FORWARD -m set --match-set svc src,src ${mk(0x4)}`,
+        'FORWARD -m conntrack --ctstate NEW -j SET --add-set svc dst,dst',
+      ])),
+      packets: hs({ ...syn, dst: '192.0.2.10', dport: 8080 }),
+    },
+    {
+      name: 'xt flow: SET --add-set --exist --timeout into a set with timeouts',
+      rulesets: withSets('create t hash:ip family inet hashsize 1024 maxelem 65536 timeout 600\n', 'iptables', tb('mangle', [
+        `FORWARD -m set --match-set t src ${mk(0x1)}`,
+        'FORWARD -i eth0 -j SET --add-set t src --exist --timeout 60',
+      ])),
+      packets: [udp, udp],
+    },
+    {
+      name: 'xt flow: fail2ban-style: SET bans the source on a packet to a trap port',
+      rulesets: withSets('create ban hash:net family inet hashsize 1024 maxelem 65536\n', 'iptables', tb('filter', [
+        'FORWARD -m set --match-set ban src -j DROP',
+        'FORWARD -p tcp -m tcp --dport 23 -j SET --add-set ban src',
+        'FORWARD -p tcp -m tcp --dport 23 -j DROP',
+        'FORWARD -j ACCEPT',
+      ])),
+      packets: [syn, { reply: true }, { ...syn, sport: 40001, dport: 23 }, ack],
+    },
+    // NAT.
+    {
+      name: 'xt flow: Docker-style published port: DNAT, filter chains, reply, ACK',
+      rulesets: v4(
+        tb('nat', [
+          'PREROUTING -m addrtype --dst-type LOCAL -j DOCKER',
+          'POSTROUTING -s 198.51.100.0/24 ! -o eth1 -j MASQUERADE',
+          'DOCKER -i eth1 -j RETURN',
+          'DOCKER ! -i eth1 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 198.51.100.20:80',
+        ], { user: ['DOCKER'] }),
+        tb('filter', [
+          'FORWARD -j DOCKER-USER',
+          'FORWARD -o eth1 -m conntrack --ctstate RELATED,ESTABLISHED -j ACCEPT',
+          'FORWARD -o eth1 -j DOCKER',
+          'FORWARD -i eth1 ! -o eth1 -j ACCEPT',
+          'DOCKER -d 198.51.100.20/32 ! -i eth1 -o eth1 -p tcp -m tcp --dport 80 -j ACCEPT',
+          'DOCKER-USER -j RETURN',
+        ], { user: ['DOCKER', 'DOCKER-USER'], drop: ['FORWARD'] }),
+      ),
+      packets: [...hs({ ...syn, dst: '192.0.2.10', dport: 8080 }), { ...syn, dst: '192.0.2.10', dport: 8081, sport: 40001 }],
+    },
+    {
+      name: 'xt flow: SNAT to a port range, two UDP connections, their replies',
+      rulesets: v4(tb('nat', ['POSTROUTING -o eth1 -p udp -j SNAT --to-source 198.51.100.10:2000-2100'])),
+      packets: [udp, { reply: true }, { ...udp, sport: 40001 }, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: REDIRECT a TCP connection to a local port, the node answers',
+      rulesets: v4(tb('nat', ['PREROUTING -i eth0 -p tcp -m tcp --dport 80 -j REDIRECT --to-ports 8080']), tb('mangle', [`INPUT -p tcp -m tcp --dport 8080 -m conntrack --ctstate DNAT ${mk(0x1)}`, `OUTPUT -p tcp -m tcp --sport 8080 -m conntrack --ctdir REPLY ${mk(0x2)}`, `POSTROUTING -p tcp -m tcp --sport 80 ${mk(0x4)}`])),
+      packets: hs(syn),
+    },
+    {
+      name: 'xt flow: NETMAP of the destination network, the reply un-mapped',
+      rulesets: v4(tb('nat', ['PREROUTING -d 203.0.113.0/24 -j NETMAP --to 198.51.100.0/24']), CTSTATES),
+      packets: [{ ...udp, dst: '203.0.113.20' }, { reply: true }, { ...udp, dst: '203.0.113.20' }, { ...udp, dst: '203.0.113.30', sport: 40001 }],
+    },
+    {
+      name: 'xt flow: NETMAP of the source network at POSTROUTING, two clients',
+      rulesets: v4(tb('nat', ['POSTROUTING -s 192.0.2.0/24 -o eth1 -j NETMAP --to 10.99.0.0/24'])),
+      packets: [udp, { reply: true }, { ...udp, src: '192.0.2.77' }, { reply: true }],
+    },
+    {
+      name: 'xt flow: DNAT of a local connection at OUTPUT, the reply un-DNATed at INPUT',
+      rulesets: v4(tb('nat', ['OUTPUT -d 198.51.100.99/32 -p tcp -j DNAT --to-destination 198.51.100.20:80']), tb('mangle', [`INPUT -s 198.51.100.99/32 -m conntrack --ctstate ESTABLISHED ${mk(0x1)}`, `OUTPUT -d 198.51.100.99/32 ${mk(0x2)}`, `POSTROUTING -d 198.51.100.20/32 ${mk(0x4)}`])),
+      packets: hs({ ...local, dst: '198.51.100.99', dport: 80 }),
+    },
+    {
+      name: 'xt flow: SNAT at nat INPUT of a connection to the node',
+      rulesets: v4(tb('nat', ['INPUT -p udp -j SNAT --to-source 192.0.2.99']), tb('mangle', [`INPUT -s 192.0.2.99/32 ${mk(0x1)}`, `OUTPUT -d 192.0.2.99/32 ${mk(0x2)}`, `POSTROUTING -d 192.0.2.1/32 ${mk(0x4)}`])),
+      packets: [udpToNode, { reply: true }, udpToNode],
+    },
+    {
+      name: 'xt flow: DNAT to an address range, two connections and their replies',
+      rulesets: v4(tb('nat', ['PREROUTING -d 192.0.2.10/32 -p udp -j DNAT --to-destination 198.51.100.20-198.51.100.30:53'])),
+      packets: [udpToNode, { reply: true }, { ...udpToNode, sport: 40001 }, { reply: true }, { ...udpToNode, src: '192.0.2.77' }],
+    },
+    {
+      name: 'xt flow: MASQUERADE --random-fully, the server resets',
+      rulesets: v4(tb('nat', ['POSTROUTING -o eth1 -j MASQUERADE --random-fully']), CTSTATES),
+      packets: [...hs(syn), { reply: true, tcpFlags: 'rst', tcpSeq: REPLY_SEQ + 1 }],
+    },
+    // TCP flags and options, MARK, other matches.
+    {
+      name: 'xt flow: --tcp-flags of each packet of a close',
+      rulesets: v4(tb('mangle', [
+        `FORWARD -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK SYN ${mk(0x1)}`,
+        `FORWARD -p tcp -m tcp --tcp-flags SYN,ACK SYN,ACK ${mk(0x2)}`,
+        `FORWARD -p tcp -m tcp --tcp-flags FIN,SYN,RST,ACK ACK ${mk(0x4)}`,
+        `FORWARD -p tcp -m tcp --tcp-flags FIN,ACK FIN,ACK ${mk(0x8)}`,
+        `FORWARD -p tcp -m tcp ! --tcp-flags ACK ACK ${mk(0x10)}`,
+        `FORWARD -p tcp -m tcp --tcp-flags ALL NONE ${mk(0x20)}`,
+      ])),
+      packets: closing(syn),
+    },
+    {
+      name: 'xt flow: --tcp-option 2 on a SYN with MSS, not on the SYN-ACK or ACK',
+      rulesets: v4(tb('mangle', [`FORWARD -p tcp -m tcp --tcp-option 2 ${mk(0x1)}`, `FORWARD -p tcp -m tcp ! --tcp-option 2 ${mk(0x2)}`, `FORWARD -p tcp -m tcpmss --mss 1400:1500 ${mk(0x4)}`])),
+      packets: hs({ ...syn, tcpMss: 1460 }),
+    },
+    {
+      name: 'xt flow: TCPMSS --clamp-mss-to-pmtu on the SYN and the optionless SYN-ACK',
+      rulesets: v4(tb('mangle', [
+        'FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu',
+        `POSTROUTING -p tcp -m tcpmss --mss 536 ${mk(0x1)}`,
+        `POSTROUTING -p tcp -m tcpmss --mss 1460 ${mk(0x2)}`,
+        `POSTROUTING -p tcp -m tcp --tcp-option 2 ${mk(0x4)}`,
+      ])),
+      packets: hs({ ...syn, tcpMss: 1460 }),
+    },
+    {
+      name: 'xt flow: TCPMSS --set-mss 1200 on SYNs, the reply\'s gets inserted',
+      rulesets: v4(tb('mangle', ['FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --set-mss 1200', `POSTROUTING -p tcp -m tcpmss --mss 1200 ${mk(0x1)}`, `POSTROUTING -p tcp -m tcpmss --mss 536 ${mk(0x2)}`, `POSTROUTING -m length --length 44 ${mk(0x4)}`])),
+      packets: hs({ ...syn, tcpMss: 1460 }),
+    },
+    {
+      name: 'xt flow: MARK on the replies only, read at POSTROUTING and by the next packet',
+      rulesets: v4(tb('mangle', [
+        'PREROUTING -m conntrack --ctdir REPLY -j MARK --set-xmark 0x20/0xf0',
+        'PREROUTING -m conntrack --ctdir ORIGINAL -j MARK --or-mark 0x1',
+        `POSTROUTING -m mark --mark 0x20/0xf0 ${mk(0x100)}`,
+        'POSTROUTING -m mark --mark 0x1/0x1 -j MARK --and-mark 0xfffffffe',
+        'POSTROUTING -j MARK --xor-mark 0x1000',
+      ])),
+      packets: [udp, { reply: true }, udp, { reply: true }],
+    },
+    {
+      name: 'xt flow: MARK of the node\'s reply at OUTPUT reroutes it by the mark',
+      rulesets: v4(tb('mangle', ['OUTPUT -p udp -m udp --sport 53 -j MARK --set-xmark 0x10/0x10', `POSTROUTING -m mark --mark 0x10/0x10 ${mk(0x100)}`])),
+      packets: [udpToNode, { reply: true }, udpToNode],
+    },
+    {
+      name: 'xt flow: connlimit per /24 of new connections, one closes',
+      rulesets: v4(tb('filter', ['FORWARD -p tcp -m tcp --syn -m connlimit --connlimit-above 1 --connlimit-mask 24 --connlimit-saddr -j REJECT --reject-with tcp-reset'])),
+      packets: [syn, { reply: true }, ack, { ...syn, src: '192.0.2.77' }],
+    },
+    {
+      name: 'xt flow: a user chain with RETURN and marks over a flow',
+      rulesets: v4(tb('mangle', [
+        'PREROUTING -j CLS',
+        'CLS -m conntrack --ctstate ESTABLISHED -j RETURN',
+        'CLS -p udp -j MARK --set-xmark 0x1/0xf',
+        'CLS -p tcp -j MARK --set-xmark 0x2/0xf',
+        'CLS -j CONNMARK --save-mark --nfmask 0xf --ctmask 0xf',
+        'PREROUTING -m conntrack --ctstate ESTABLISHED -j CONNMARK --restore-mark --nfmask 0xf --ctmask 0xf',
+      ], { user: ['CLS'] })),
+      packets: [udp, { reply: true }, udp, syn, { reply: true }],
+    },
+    {
+      name: 'xt flow: nat chains see the first packet only; a mark set there stays on it',
+      rulesets: v4(tb('nat', [`PREROUTING ${mk(0x1)}`, `POSTROUTING ${mk(0x2)}`, `OUTPUT ${mk(0x4)}`, `INPUT ${mk(0x8)}`])),
+      packets: [udp, { reply: true }, udp, udpToNode, { reply: true }],
+    },
+    {
+      name: 'xt flow: -m state ESTABLISHED in nat never matches; NEW on each connection',
+      rulesets: v4(tb('nat', ['PREROUTING -m state --state ESTABLISHED -j DNAT --to-destination 198.51.100.30', 'PREROUTING -m state --state NEW -p udp -m udp --sport 40001 -j DNAT --to-destination 198.51.100.30'])),
+      packets: [udp, { reply: true }, udp, { ...udp, sport: 40001 }, { reply: true }],
+    },
+    // IPv6.
+    {
+      name: 'xt flow: ip6tables CONNMARK save and restore with masks',
+      rulesets: v6(tb('mangle', [
+        'PREROUTING -j CONNMARK --restore-mark --nfmask 0xff00 --ctmask 0xff00',
+        'PREROUTING -m conntrack --ctstate NEW -j MARK --set-xmark 0x4200/0xff00',
+        'PREROUTING -m conntrack --ctstate NEW -j CONNMARK --save-mark --nfmask 0xff00 --ctmask 0xff00',
+        `FORWARD -m connmark --mark 0x4200/0xff00 -m conntrack --ctdir REPLY ${mk(0x1)}`,
+      ])),
+      packets: [udp6, { reply: true }, udp6],
+    },
+    {
+      name: 'xt flow: ip6tables DNAT with a port, handshake',
+      rulesets: v6(tb('nat', ['PREROUTING -d 2001:db8:1::10/128 -p tcp -m tcp --dport 8080 -j DNAT --to-destination [2001:db8:2::30]:80']), CTSTATES),
+      packets: hs({ ...syn6, dst: '2001:db8:1::10', dport: 8080 }),
+    },
+    {
+      name: 'xt flow: ip6tables MASQUERADE and an ICMPv6 error about the SYN',
+      rulesets: v6(tb('nat', ['POSTROUTING -o eth1 -j MASQUERADE']), CTSTATES),
+      packets: [syn6, port6Unreach],
+    },
+    {
+      name: 'xt flow: ip6tables recent --set and --rcheck with a /64 mask',
+      rulesets: v6(tb('filter', [`FORWARD -m recent --rcheck --name v6 --mask ffff:ffff:ffff:ffff:: --rsource ${mk(0x1)}`, 'FORWARD -i eth0 -m recent --set --name v6 --mask ffff:ffff:ffff:ffff:: --rsource'])),
+      packets: [udp6, { ...udp6, src: '2001:db8:1::77' }, { reply: true }],
+    },
+    {
+      name: 'xt flow: ip6tables NETMAP of the destination prefix, reply',
+      rulesets: v6(tb('nat', ['PREROUTING -d 2001:db8:9::/64 -j NETMAP --to 2001:db8:2::/64'])),
+      packets: [{ ...udp6, dst: '2001:db8:9::20' }, { reply: true }, { ...udp6, dst: '2001:db8:9::20' }],
+    },
+    {
+      name: 'xt flow: ip6tables hashlimit with a /64 source mask',
+      rulesets: v6(tb('filter', ['FORWARD -m hashlimit --hashlimit-upto 1/hour --hashlimit-burst 2 --hashlimit-mode srcip --hashlimit-srcmask 64 --hashlimit-name h6 -j ACCEPT'], { drop: ['FORWARD'] })),
+      packets: [udp6, { ...udp6, src: '2001:db8:1::77' }, udp6],
+    },
+    {
+      name: 'xt flow: ip6tables REDIRECT to a local port and the reply',
+      rulesets: v6(tb('nat', ['PREROUTING -i eth0 -p tcp -m tcp --dport 80 -j REDIRECT --to-ports 8080'])),
+      packets: hs(syn6),
+    },
+    {
+      name: 'xt flow: ip6tables SET --add-set to a hash:net inet6, -m set on the reply',
+      rulesets: withSets('create n6 hash:net family inet6 hashsize 1024 maxelem 65536\n', 'ip6tables', tb('mangle', [`FORWARD -m set --match-set n6 dst ${mk(0x1)}`, `FORWARD -m set --match-set n6 src ${mk(0x2)}`, 'FORWARD -i eth0 -j SET --add-set n6 src'])),
+      packets: [udp6, { reply: true }, udp6],
+    },
+    {
+      name: 'xt flow: ip6tables TCPMSS clamp on the SYN and the optionless SYN-ACK',
+      rulesets: v6(tb('mangle', ['FORWARD -p tcp -m tcp --tcp-flags SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu', `POSTROUTING -p tcp -m tcpmss --mss 1220 ${mk(0x1)}`, `POSTROUTING -p tcp -m tcpmss --mss 1440 ${mk(0x2)}`])),
+      packets: hs({ ...syn6, tcpMss: 1440 }),
+    },
+    // More across packets: shared buckets, labels, full sets, NAT of the node's own packets.
+    {
+      name: 'xt flow: --ctstatus NONE never matches',
+      open: 'kernel: --ctstatus NONE (status mask 0) never matches and ! --ctstatus NONE matches every packet with an entry (mark 0x2 on both packets); nftsim reports value none of type ct_status as not modelled and assumes no match for both (mark 0x0)',
+      rulesets: v4(tb('mangle', [`FORWARD -m conntrack --ctstatus NONE ${mk(0x1)}`, `FORWARD -m conntrack ! --ctstatus NONE ${mk(0x2)}`])),
+      packets: [udp, { reply: true }],
+    },
+    {
+      name: 'xt flow: --ctstatus SEEN_REPLY,ASSURED is any of the bits',
+      rulesets: v4(tb('mangle', [`FORWARD -m conntrack --ctstatus SEEN_REPLY,ASSURED ${mk(0x1)}`, `FORWARD -m conntrack ! --ctstatus ASSURED,EXPECTED ${mk(0x2)}`, `FORWARD -m conntrack --ctstatus CONFIRMED,SEEN_REPLY ${mk(0x4)}`])),
+      packets: hs(syn),
+    },
+    {
+      name: 'xt flow: a limit in a user chain jumped to from FORWARD and INPUT is one bucket',
+      rulesets: v4(tb('filter', ['INPUT -j LIM', 'FORWARD -j LIM', 'LIM -m limit --limit 1/hour --limit-burst 2 -j RETURN', 'LIM -j DROP'], { user: ['LIM'] })),
+      packets: [udp, udpToNode, { ...udp, sport: 40001 }, { ...udpToNode, sport: 40001 }],
+    },
+    {
+      name: 'xt flow: a hashlimit in a user chain jumped to from two hooks',
+      rulesets: v4(tb('filter', ['INPUT -j HLIM', 'FORWARD -j HLIM', 'HLIM -m hashlimit --hashlimit-upto 1/hour --hashlimit-burst 2 --hashlimit-mode srcip --hashlimit-name hj -j RETURN', 'HLIM -j DROP'], { user: ['HLIM'] })),
+      packets: [udp, udpToNode, { ...udp, sport: 40001 }],
+    },
+    {
+      name: 'xt flow: connlabel set on the first packet, read on the reply and later',
+      open: 'kernel: --label 5 --set matches and labels the connection on the first packet (mark 0x2), the reply and the next packet match --label 5 (mark 0x3); nftsim reports iptables match connlabel as not modelled and assumes no match (mark 0x0)',
+      rulesets: v4(tb('mangle', [`FORWARD -m connlabel --label 5 ${mk(0x1)}`, 'FORWARD -m conntrack --ctstate NEW -m connlabel --label 5 --set', `FORWARD -m connlabel ! --label 6 ${mk(0x2)}`])),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: SET --add-set into a full set (maxelem 1)',
+      open: 'kernel: the set is full after 192.0.2.1, so 192.0.2.77 is never added and its second packet does not match (mark 0x0); nftsim adds it past maxelem and the second packet matches (mark 0x1)',
+      rulesets: withSets('create one hash:ip family inet hashsize 64 maxelem 1\n', 'iptables', tb('mangle', [`FORWARD -m set --match-set one src ${mk(0x1)}`, 'FORWARD -i eth0 -j SET --add-set one src'])),
+      packets: [udp, { ...udp, src: '192.0.2.77' }, { ...udp, src: '192.0.2.77', sport: 40001 }, { ...udp, sport: 40001 }],
+    },
+    {
+      name: 'xt flow: SET --add-set --timeout into a set without timeouts',
+      rulesets: withSets('create nt hash:ip family inet hashsize 1024 maxelem 65536\n', 'iptables', tb('mangle', [`FORWARD -m set --match-set nt src ${mk(0x1)}`, 'FORWARD -i eth0 -j SET --add-set nt src --timeout 60'])),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: recent --set in the nat table counts connections, not packets',
+      rulesets: v4(tb('nat', ['PREROUTING -i eth0 -m recent --set --name nc --mask 255.255.255.255 --rsource']), tb('filter', [`FORWARD -i eth0 -m recent --rcheck --hitcount 2 --name nc --mask 255.255.255.255 --rsource ${mk(0x1)}`])),
+      packets: [udp, udp, { reply: true }, udp, { ...udp, sport: 40001 }],
+    },
+    {
+      name: 'xt flow: SET in the nat table adds on the first packet of each connection only',
+      rulesets: withSets('create natset hash:ip,port family inet hashsize 1024 maxelem 65536\n', 'iptables', tb('nat', ['PREROUTING -i eth0 -j SET --add-set natset src,src']), tb('mangle', [`FORWARD -m set --match-set natset src,src ${mk(0x1)}`, `FORWARD -m set --match-set natset dst,dst ${mk(0x2)}`])),
+      packets: [udp, { reply: true }, udp, { ...udp, sport: 40001 }],
+    },
+    {
+      name: 'xt flow: REDIRECT of the node\'s own connection at OUTPUT, answered by itself',
+      rulesets: v4(tb('nat', ['OUTPUT -d 198.51.100.20/32 -p udp -m udp --dport 53 -j REDIRECT --to-ports 5353']), tb('mangle', [`INPUT -p udp -m udp --dport 5353 ${mk(0x1)}`, `INPUT -p udp -m udp --sport 53 -m conntrack --ctstate ESTABLISHED ${mk(0x2)}`, `OUTPUT -m conntrack --ctdir REPLY ${mk(0x4)}`])),
+      packets: [localUdp, { reply: true }, localUdp],
+    },
+    {
+      name: 'xt flow: NETMAP of the node\'s connection at OUTPUT, the reply un-mapped',
+      rulesets: v4(tb('nat', ['OUTPUT -d 198.51.100.128/25 -j NETMAP --to 198.51.100.0/25']), tb('mangle', [`INPUT -s 198.51.100.148/32 ${mk(0x1)}`, `POSTROUTING -d 198.51.100.20/32 ${mk(0x2)}`])),
+      packets: [{ ...localUdp, dst: '198.51.100.148' }, { reply: true }, { ...localUdp, dst: '198.51.100.148' }],
+    },
+    {
+      name: 'xt flow: SNAT --persistent to an address range, two clients, their replies',
+      rulesets: v4(tb('nat', ['POSTROUTING -o eth1 -j SNAT --to-source 198.51.100.40-198.51.100.45 --persistent'])),
+      packets: [udp, { reply: true }, { ...udp, src: '192.0.2.77' }, { reply: true }, { ...udp, dst: '198.51.100.30' }],
+    },
+    {
+      name: 'xt flow: DNAT to a port range with --random, the reply and the next packet',
+      rulesets: v4(tb('nat', ['PREROUTING -d 192.0.2.10/32 -p udp -m udp --dport 5353 -j DNAT --to-destination 198.51.100.20:6000-6010 --random'])),
+      packets: [{ ...udpToNode, dport: 5353 }, { reply: true }, { ...udpToNode, dport: 5353 }],
+    },
+    {
+      name: 'xt flow: CT --zone at OUTPUT only: the reply of zone 0 is a new connection',
+      rulesets: v4(tb('raw', ['OUTPUT -j CT --zone 2']), tb('mangle', [`INPUT -m conntrack --ctstate NEW ${mk(0x1)}`, `INPUT -m conntrack --ctstate ESTABLISHED ${mk(0x2)}`, `OUTPUT -m conntrack --ctstate NEW ${mk(0x4)}`])),
+      packets: [localUdp, { reply: true }, localUdp],
+    },
+    {
+      name: 'xt flow: an ICMP error to the node about its own UDP packet is RELATED at INPUT',
+      rulesets: v4(tb('filter', ['INPUT -m state --state RELATED -j ACCEPT', 'INPUT -m state --state ESTABLISHED -j ACCEPT'], { drop: ['INPUT'] })),
+      packets: [localUdp, portUnreach, { reply: true, ...{ protocol: 'udp' } }],
+    },
+    {
+      name: 'xt flow: the server pings the client: new from eth1, the echo reply established',
+      rulesets: v4(CTSTATES, tb('filter', ['FORWARD -m conntrack --ctstate ESTABLISHED,RELATED -j ACCEPT', 'FORWARD -i eth1 -p icmp -m icmp --icmp-type 8 -j ACCEPT'], { drop: ['FORWARD'] })),
+      packets: [{ iif: 'eth1', src: '198.51.100.20', dst: '192.0.2.1', protocol: 'icmp' }, { reply: true }, { iif: 'eth1', src: '198.51.100.20', dst: '192.0.2.1', protocol: 'icmp' }],
+    },
+    {
+      name: 'xt flow: CONNMARK saved from the reply only, restored on the next original packet',
+      rulesets: v4(tb('mangle', [
+        'PREROUTING -m conntrack --ctdir REPLY -j MARK --set-xmark 0x300/0xf00',
+        'PREROUTING -m conntrack --ctdir REPLY -j CONNMARK --save-mark --nfmask 0xf00 --ctmask 0xf00',
+        'PREROUTING -m conntrack --ctdir ORIGINAL -j CONNMARK --restore-mark --nfmask 0xf00 --ctmask 0xf00',
+      ])),
+      packets: [udp, udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: connlimit --connlimit-upto by destination, three clients',
+      rulesets: v4(tb('filter', ['FORWARD -m conntrack --ctstate ESTABLISHED -j ACCEPT', 'FORWARD -p udp -m connlimit --connlimit-upto 2 --connlimit-mask 32 --connlimit-daddr -j ACCEPT'], { drop: ['FORWARD'] })),
+      packets: [udp, { reply: true }, { ...udp, src: '192.0.2.77' }, { ...udp, src: '192.0.2.78' }, udp],
+    },
+    {
+      name: 'xt flow: ip6tables SNAT at INPUT of a connection to the node',
+      rulesets: v6(tb('nat', ['INPUT -p udp -j SNAT --to-source 2001:db8:1::99']), tb('mangle', [`INPUT -s 2001:db8:1::99/128 ${mk(0x1)}`, `POSTROUTING -d 2001:db8:1::1/128 ${mk(0x2)}`])),
+      packets: [{ ...udp6, dst: '2001:db8:1::10' }, { reply: true }, { ...udp6, dst: '2001:db8:1::10' }],
+    },
+    {
+      name: 'xt flow: ip6tables -m state RELATED for a time-exceeded about a TCP connection',
+      rulesets: v6(CTSTATES, tb('nat', ['POSTROUTING -o eth1 -j MASQUERADE'])),
+      packets: [...hs(syn6), { reply: true, protocol: 'icmpv6', icmpType: 'time-exceeded', src: '2001:db8:2::30' }],
+    },
+    {
+      name: 'xt flow: cluster match by the source address across a flow',
+      open: 'kernel: the connection of 192.0.2.1 hashes to node 2 (mark 0x2 on the packet, its reply, and the other client\'s connection too); nftsim reports iptables match cluster as not modelled and assumes no match (mark 0x0)',
+      rulesets: v4(tb('mangle', [`PREROUTING -m cluster --cluster-total-nodes 2 --cluster-local-node 1 --cluster-hash-seed 0xdeadbeef ${mk(0x1)}`, `PREROUTING -m cluster --cluster-total-nodes 2 --cluster-local-node 2 --cluster-hash-seed 0xdeadbeef ${mk(0x2)}`])),
+      packets: [udp, { reply: true }, { ...udp, src: '192.0.2.77' }],
+    },
+    {
+      name: 'xt flow: SET --add-set of the reply\'s source into a hash:ip,port,ip',
+      rulesets: withSets('create npn hash:ip,port,ip family inet hashsize 1024 maxelem 65536\n', 'iptables', tb('mangle', [`FORWARD -m set --match-set npn dst,dst,src ${mk(0x1)}`, `FORWARD -m set --match-set npn src,src,dst ${mk(0x2)}`, 'FORWARD -i eth1 -j SET --add-set npn src,src,dst'])),
+      packets: [udp, { reply: true }, udp, { reply: true }],
+    },
+    {
+      name: 'xt flow: a user chain named HL (an ip6tables target) in an iptables dump',
+      open: 'kernel: -j HL jumps to the user chain HL (iptables has no IPv4 HL target), whose DROP drops the second packet; nftsim reads -j HL as the HL target ("iptables target HL without one --hl-set, --hl-inc or --hl-dec: not modelled; assumed no effect"), so never enters the chain and forwards it',
+      rulesets: v4(tb('filter', ['FORWARD -j HL', 'HL -m conntrack --ctstate ESTABLISHED -j DROP'], { user: ['HL'] })),
+      packets: [udp, { reply: true }],
+    },
+    {
+      name: 'xt flow: conntrack and state tests in raw, before conntrack and after CT --zone',
+      rulesets: v4(tb('raw', [
+        `PREROUTING -m conntrack --ctstate INVALID ${mk(0x1)}`,
+        `PREROUTING -m state --state NEW ${mk(0x2)}`,
+        'PREROUTING -i eth0 -j CT --zone 1',
+        'PREROUTING -i eth1 -j CT --zone 1',
+        `PREROUTING -m conntrack --ctstate NEW ${mk(0x4)}`,
+        `PREROUTING -m conntrack --ctstatus CONFIRMED ${mk(0x8)}`,
+        `PREROUTING -m conntrack --ctdir ORIGINAL ${mk(0x10)}`,
+      ])),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: CONNMARK set by a related ICMP error marks its connection',
+      rulesets: v4(tb('mangle', [
+        'FORWARD -m conntrack --ctstate RELATED -j CONNMARK --set-xmark 0x77/0xff',
+        `FORWARD -m connmark --mark 0x77/0xff ${mk(0x100)}`,
+        `FORWARD -m conntrack --ctstate RELATED --ctstatus SEEN_REPLY ${mk(0x200)}`,
+        `FORWARD -p icmp -m conntrack --ctorigdst 198.51.100.20 --ctproto udp ${mk(0x400)}`,
+      ])),
+      packets: [udp, { reply: true }, udp, portUnreach, udp],
+    },
+    {
+      name: 'xt flow: connbytes does not count a related ICMP error',
+      rulesets: v4(tb('mangle', [`FORWARD -m connbytes --connbytes 3 --connbytes-dir both --connbytes-mode packets ${mk(0x1)}`, `FORWARD -m connbytes --connbytes 2:2 --connbytes-dir reply --connbytes-mode packets ${mk(0x2)}`])),
+      packets: [udp, { reply: true }, portUnreach, udp, { reply: true }],
+    },
+    {
+      name: 'xt flow: connlimit met by replies counts by the server\'s address',
+      rulesets: v4(tb('mangle', [`FORWARD -m connlimit --connlimit-above 1 --connlimit-mask 32 --connlimit-saddr ${mk(0x1)}`])),
+      packets: [udp, { reply: true }, { ...udp, sport: 40001 }, { reply: true }],
+    },
+    {
+      name: 'xt flow: MARK and -m state on a related ICMP error about a DNATed connection, ip6tables',
+      rulesets: v6(tb('nat', ['PREROUTING -d 2001:db8:1::10/128 -p udp -m udp --dport 5353 -j DNAT --to-destination [2001:db8:2::20]:53']), tb('mangle', ['FORWARD -m state --state RELATED -j CONNMARK --set-xmark 0x5/0xf', `FORWARD -m connmark --mark 0x5/0xf ${mk(0x10)}`, `POSTROUTING -s 2001:db8:1::10/128 -p ipv6-icmp ${mk(0x20)}`])),
+      packets: [{ ...udp6, dst: '2001:db8:1::10', dport: 5353 }, port6Unreach, { ...udp6, dst: '2001:db8:1::10', dport: 5353 }],
+    },
+    {
+      name: 'xt flow: NETMAP of the source at nat INPUT, the node\'s reply un-mapped',
+      rulesets: v4(tb('nat', ['INPUT -s 192.0.2.0/25 -j NETMAP --to 192.0.2.128/25']), tb('mangle', [`INPUT -s 192.0.2.129/32 ${mk(0x1)}`, `POSTROUTING -d 192.0.2.1/32 ${mk(0x2)}`])),
+      packets: [udpToNode, { reply: true }, udpToNode],
+    },
+    {
+      name: 'xt flow: recent rules of one name with different masks, /32 rule first',
+      open: 'kernel: the list takes the mask of the rule that created it (the first, /32; xt_recent.c recent_mt_check copies info->mask into the table, recent_mt masks with t->mask), so --set stores 192.0.2.1 and the second packet from it matches --rcheck (mark 0x1); nftsim masks with each rule\'s own --mask, stores 192.0.2.0 and the second packet does not match (mark 0x0)',
+      rulesets: v4(tb('filter', [`FORWARD -m recent --rcheck --name M --mask 255.255.255.255 --rsource ${mk(0x1)}`, 'FORWARD -m recent --set --name M --mask 255.255.255.0 --rsource'])),
+      packets: [udp, { ...udp, sport: 40001 }, { ...udp, src: '192.0.2.77' }],
+    },
+    {
+      name: 'xt flow: recent rules of one name with different masks, /24 rule first',
+      open: 'kernel: the list takes the /24 mask of the rule that created it, so --rcheck --hitcount 2 (written with a /32 mask) counts 192.0.2.1 and 192.0.2.77 as one address and matches from the second packet on (mark 0x1 on packets 1 and 2); nftsim masks with the rule\'s own /32 and never reaches two hits (mark 0x0)',
+      rulesets: v4(tb('filter', ['FORWARD -m recent --set --name M2 --mask 255.255.255.0 --rsource', `FORWARD -m recent --rcheck --hitcount 2 --name M2 --mask 255.255.255.255 --rsource ${mk(0x1)}`])),
+      packets: [udp, { ...udp, src: '192.0.2.77' }, { ...udp, src: '192.0.2.78' }],
+    },
+    {
+      name: 'xt flow: a recent list of one name in iptables and ip6tables',
+      open: 'kernel: the iptables rule (loaded first) creates list S with its IPv4 mask, which the ip6tables rules share (one table per name in the netns), so IPv6 sources are masked with it and 2001:db8:1::77 matches the --rcheck after 2001:db8:1::1 was --set (mark 0x2); nftsim keeps the ip6tables rules\' own full mask and finds no hit (mark 0x0)',
+      rulesets: [
+        { kind: 'iptables', text: tb('filter', [`FORWARD -m recent --rcheck --name S --mask 255.255.255.255 --rsource ${mk(0x1)}`]), file: 'x.ipt' },
+        { kind: 'ip6tables', text: tb('filter', [`FORWARD -m recent --rcheck --name S --mask ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff --rsource ${mk(0x2)}`, 'FORWARD -m recent --set --name S --mask ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff --rsource']), file: 'x6.ipt' },
+      ],
+      packets: [udp6, { ...udp6, src: '2001:db8:1::77' }, udp],
+    },
+    {
+      name: 'xt flow: hashlimit --hashlimit-htable-max 1 with two sources',
+      rulesets: v4(tb('filter', [`FORWARD -m hashlimit --hashlimit-upto 1/hour --hashlimit-burst 5 --hashlimit-mode srcip --hashlimit-name tm --hashlimit-htable-max 1 ${mk(0x1)}`])),
+      packets: [udp, { ...udp, src: '192.0.2.77' }, udp],
+    },
+    {
+      name: 'xt flow: TPROXY without a listening socket',
+      open: 'kernel: TPROXY finds no socket on port 8080 and drops the SYN (nf_tproxy: no socket → NF_DROP); nftsim reports tproxy as not modelled, assumes no effect and forwards it',
+      rulesets: v4(tb('mangle', ['PREROUTING -p tcp -m tcp --dport 80 -j TPROXY --on-port 8080 --on-ip 0.0.0.0 --tproxy-mark 0x1/0x1'])),
+      packets: [syn, { ...udp }],
+    },
+    {
+      name: 'xt flow: DNAT of the node\'s own packet to its own address, answered by itself',
+      rulesets: v4(tb('nat', ['OUTPUT -d 198.51.100.99/32 -p udp -m udp --dport 53 -j DNAT --to-destination 192.0.2.10:5353']), tb('mangle', [`PREROUTING -i lo -m conntrack --ctstate DNAT ${mk(0x1)}`, `INPUT -p udp -m udp --dport 5353 ${mk(0x2)}`, `INPUT -p udp -m udp --sport 53 -s 198.51.100.99/32 ${mk(0x4)}`])),
+      packets: [{ ...localUdp, dst: '198.51.100.99' }, { reply: true }, { ...localUdp, dst: '198.51.100.99' }],
+    },
+    {
+      name: 'xt flow: ip6tables conntrack state of neighbour solicitations and an echo',
+      rulesets: v6(tb('filter', [`INPUT -m conntrack --ctstate INVALID ${mk(0x1)}`, `INPUT -m conntrack --ctstate NEW ${mk(0x2)}`, `INPUT -m conntrack --ctstate UNTRACKED ${mk(0x4)}`])),
+      packets: [{ iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:1::10', protocol: 'icmpv6', icmpType: 'nd-neighbor-solicit' }, { iif: 'eth0', src: '2001:db8:1::1', dst: '2001:db8:1::10', protocol: 'icmpv6' }, { reply: true }],
+    },
+    {
+      name: 'xt flow: addrtype --limit-iface-in of the node\'s other address, and the reply',
+      rulesets: v4(tb('mangle', [`PREROUTING -m addrtype --dst-type LOCAL --limit-iface-in ${mk(0x1)}`, `PREROUTING -m addrtype --dst-type LOCAL ${mk(0x2)}`, `OUTPUT -m addrtype --src-type LOCAL --limit-iface-out ${mk(0x4)}`])),
+      packets: [{ ...udp, dst: '198.51.100.10' }, { reply: true }],
+    },
+    {
+      name: 'xt flow: connlimit counts only the connections its rule saw',
+      rulesets: v4(tb('filter', [`FORWARD -p udp -m udp --dport 53 -m connlimit --connlimit-above 1 --connlimit-mask 32 --connlimit-saddr ${mk(0x1)}`])),
+      packets: [{ ...udp, dport: 54 }, { ...udp, sport: 40001 }, { ...udp, sport: 40002 }],
+    },
+    {
+      name: 'xt flow: connlimit after a closed TCP connection of the same client',
+      rulesets: v4(tb('filter', ['FORWARD -p tcp -m tcp --syn -m connlimit --connlimit-above 1 --connlimit-mask 32 --connlimit-saddr -j DROP'])),
+      packets: [...closing(syn), { ...syn, sport: 40001 }, { reply: true }],
+    },
+    {
+      name: 'xt flow: conntrack port tests of an ICMP echo: identifier, type and code',
+      rulesets: v4(MASQ, tb('mangle', [
+        `FORWARD -m conntrack --ctproto icmp --ctorigsrcport 40000 ${mk(0x1)}`,
+        `FORWARD -m conntrack --ctproto icmp --ctorigdstport 2048 ${mk(0x2)}`,
+        `FORWARD -m conntrack --ctproto icmp --ctreplsrcport 40000 ${mk(0x4)}`,
+        `FORWARD -m conntrack --ctproto icmp --ctrepldstport 0 ${mk(0x8)}`,
+        `FORWARD -m conntrack --ctproto 1 --ctdir REPLY ${mk(0x10)}`,
+      ])),
+      packets: [echo, { reply: true }, echo],
+    },
+    {
+      name: 'xt flow: ip6tables user chain named TTL (an iptables target)',
+      open: 'kernel: -j TTL in ip6tables jumps to the user chain TTL (ip6tables has no TTL target), whose DROP drops the reply; nftsim reads -j TTL as the TTL target ("iptables target TTL without one --ttl-set, --ttl-inc or --ttl-dec: not modelled; assumed no effect") and forwards the reply',
+      rulesets: v6(tb('filter', ['FORWARD -j TTL', 'TTL -m conntrack --ctstate ESTABLISHED -j DROP'], { user: ['TTL'] })),
+      packets: [udp6, { reply: true }],
+    },
+    {
+      name: 'xt flow: hashlimit with its table options, per destination',
+      rulesets: v4(tb('filter', ['FORWARD -m hashlimit --hashlimit-upto 1/min --hashlimit-burst 2 --hashlimit-mode dstip --hashlimit-name ho --hashlimit-htable-size 64 --hashlimit-htable-max 128 --hashlimit-htable-expire 60000 --hashlimit-htable-gcinterval 1000 -j ACCEPT'], { drop: ['FORWARD'] })),
+      packets: [udp, { ...udp, src: '192.0.2.77' }, { ...udp, sport: 40001 }, { ...udp, dst: '198.51.100.30' }],
+    },
+    {
+      name: 'xt flow: ip6tables conntrack prefixes of the original and reply tuples',
+      rulesets: v6(tb('nat', ['POSTROUTING -o eth1 -j MASQUERADE']), tb('mangle', [`FORWARD -m conntrack --ctorigsrc 2001:db8:1::/64 --ctrepldst 2001:db8:2::10/128 ${mk(0x1)}`, `FORWARD -m conntrack ! --ctreplsrc 2001:db8:2::/64 ${mk(0x2)}`, `FORWARD -m conntrack --ctorigdst 2001:db8:2::20 --ctdir REPLY ${mk(0x4)}`])),
+      packets: [udp6, { reply: true }, udp6],
+    },
+  ];
+
+  const check = async ({ rulesets, packets }: XtFlow): Promise<void> => {
+    const { problems, kernelWay } = await runFlowDifferential(GENERATED_HOST, rulesets, packets, 'asWritten');
+    expect(problems, `kernel way:\n${kernelWay.join('\n')}`).toEqual([]);
+  };
+  it.each(XT_FLOWS.filter((row) => row.open === undefined))('$name', check);
+  // The open rows fail today; each passes (and this fails) once nftsim agrees with the kernel.
+  const open = XT_FLOWS.filter((row) => row.open !== undefined);
+  if (open.length > 0) it.fails.each(open)('$name (open)', check);
+});
