@@ -952,7 +952,11 @@ class RuleLowering {
 
   private lowerTarget(t: IptablesTarget): void {
     const span = t.span;
-    switch (t.type) {
+    // A target of the other family only is no target here: iptables loads none by that name, so
+    // `-j HL` in an iptables dump jumps to a chain named HL.
+    const otherFamily = FAMILY_TARGETS[t.name] !== undefined && FAMILY_TARGETS[t.name] !== this.family;
+    const type: IptablesTarget['type'] = otherFamily && t.options.length === 0 ? 'chain' : t.type;
+    switch (type) {
       case 'verdict':
         if (t.name === 'QUEUE') this.stmts.push({ kind: 'queue', span, num: lit(span, '0'), flags: [] });
         else this.stmts.push({ kind: 'verdict', span, verdict: t.name === 'ACCEPT' ? 'accept' : t.name === 'DROP' ? 'drop' : 'return' });
@@ -973,7 +977,7 @@ class RuleLowering {
         return;
       }
       default: {
-        const exhaustive: never = t.type;
+        const exhaustive: never = type;
         return exhaustive;
       }
     }
@@ -1255,6 +1259,9 @@ const MATCH_LOWERINGS: Readonly<Record<string, MatchLowering>> = {
 // Matches with real semantics that nft cannot express, kept as typed xt extensions for the
 // simulator rather than reported (their options are all typed by the parser).
 const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['recent', 'set', 'physdev', 'socket', 'string', 'u32', 'bpf', 'conntrack', 'multiport', 'hashlimit', 'connlimit', 'policy', 'rpfilter', 'owner', 'tos']);
+
+// Targets of one family only (the ipt_ and ip6t_ extensions): elsewhere the name is a chain's.
+const FAMILY_TARGETS: Readonly<Record<string, 'ip' | 'ip6'>> = { TTL: 'ip', ECN: 'ip', CLUSTERIP: 'ip', HL: 'ip6', SNPT: 'ip6', DNPT: 'ip6' };
 
 // Targets kept as xt extensions whose effect the simulator gives (evaluate-stmt.ts
 // evaluateXtExtension): not reported either.

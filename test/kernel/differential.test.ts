@@ -3490,7 +3490,6 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: iptables flows (
     },
     {
       name: 'xt flow: a user chain named HL (an ip6tables target) in an iptables dump',
-      open: 'kernel: -j HL jumps to the user chain HL (iptables has no IPv4 HL target), whose DROP drops the second packet; nftsim reads -j HL as the HL target ("iptables target HL without one --hl-set, --hl-inc or --hl-dec: not modelled; assumed no effect"), so never enters the chain and forwards it',
       rulesets: v4(tb('filter', ['FORWARD -j HL', 'HL -m conntrack --ctstate ESTABLISHED -j DROP'], { user: ['HL'] })),
       packets: [udp, { reply: true }],
     },
@@ -3607,7 +3606,6 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: iptables flows (
     },
     {
       name: 'xt flow: ip6tables user chain named TTL (an iptables target)',
-      open: 'kernel: -j TTL in ip6tables jumps to the user chain TTL (ip6tables has no TTL target), whose DROP drops the reply; nftsim reads -j TTL as the TTL target ("iptables target TTL without one --ttl-set, --ttl-inc or --ttl-dec: not modelled; assumed no effect") and forwards the reply',
       rulesets: v6(tb('filter', ['FORWARD -j TTL', 'TTL -m conntrack --ctstate ESTABLISHED -j DROP'], { user: ['TTL'] })),
       packets: [udp6, { reply: true }],
     },

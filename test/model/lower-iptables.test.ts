@@ -324,6 +324,16 @@ describe('matches and targets', () => {
     expect(diagnostics.filter((d) => d.severity === 'error').map((d) => [d.message, d.span?.column])).toEqual([[message, column]]);
   });
 
+  // iptables loads no target of the other family: `-j HL` in an IPv4 dump is a jump (kernel flow
+  // row "xt flow: a user chain named HL …").
+  it.each([
+    ['ip', 'HL'],
+    ['ip6', 'TTL'],
+  ] as const)('in an %s dump, reads -j %s as a jump to the chain of that name', (family, name) => {
+    const { ruleset } = lower(`*filter\n:FORWARD ACCEPT [0:0]\n:${name} - [0:0]\n-A FORWARD -j ${name}\nCOMMIT\n`, family);
+    expect(formatRule(chainOf(ruleset, 'filter', 'FORWARD').rules[0]!)).toBe(`counter packets 0 bytes 0 jump ${name}`);
+  });
+
   it('types the options of an xt extension', () => {
     const { ruleset } = lower('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m recent --rcheck --seconds 60 --name foo -j DROP\nCOMMIT\n');
     const stmt = chainOf(ruleset, 'filter', 'INPUT').rules[0]!.stmts[0]!;
