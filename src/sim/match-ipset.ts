@@ -275,12 +275,24 @@ function changeSet(indexed: IndexedSet, add: boolean, directions: readonly ('src
   // An element the set has is added again only with `--exist`, which sets its flags anew: a
   // nomatch one matches from then on (mtype_add, overwrite_extensions).
   if (add && has && (!exist || groups[at]!.elements.get(key) === false)) return exist;
+  // A hash set holds at most `maxelem` elements (65536 by default): mtype_add refuses one more
+  // (IPSET_ERR_HASH_FULL, which the SET target ignores), or with `forceadd` evicts one at random.
+  if (add && !has && set.type.startsWith('hash:') && groups.reduce((n, g) => n + g.elements.size, 0) >= maxElementsOf(set)) {
+    if (set.options.includes('forceadd')) throw new NotModelled(`an add to the full ipset '${set.name}' with forceadd (it evicts an element at random)`);
+    return false;
+  }
   const elements = new Map(at >= 0 ? groups[at]!.elements : []);
   if (add) elements.set(key, false);
   else elements.delete(key);
   const changed = at >= 0 ? groups.map((g, i) => (i === at ? { prefixes, elements } : g)) : ordered([...groups, { prefixes, elements }]);
   ctx.dynamicSets.set(set, [changed]);
   return true;
+}
+
+function maxElementsOf(set: IpSet): number {
+  const at = set.options.indexOf('maxelem');
+  const n = at < 0 ? NaN : Number(set.options[at + 1]);
+  return Number.isInteger(n) ? n : 65536;
 }
 
 /** The packet's port part as the set types read it (ip_set_getport.c): `protocol:port`, an ICMP

@@ -42,6 +42,10 @@ add except 10.244.0.0/16
 add except 10.244.1.5 nomatch
 create masked2 hash:ip family inet bitmask 255.255.0.255
 add masked2 10.244.0.5
+create full hash:ip family inet hashsize 64 maxelem 1
+add full 192.0.2.1
+create forced hash:ip family inet hashsize 64 maxelem 1 forceadd
+add forced 192.0.2.1
 `;
 
 const SYN: PacketInput = { iif: 'eth0', src: '192.0.2.99', dst: '10.244.1.5', protocol: 'tcp', sport: 40000, dport: 80 };
@@ -101,8 +105,15 @@ describe('iptables match set', () => {
     ['--add-set without --exist leaves a nomatch element', '-j SET --add-set except dst', '-m set --match-set except dst', SYN, false],
     // set_target_v3: the add, then the delete.
     ['--del-set and --add-set in one rule: added, then deleted', '-j SET --del-set dynips src --add-set dynips src', '-m set --match-set dynips src', SYN, false],
+    // mtype_add: a hash set of maxelem elements refuses one more (kernel flow row "xt flow: SET
+    // --add-set into a full set").
+    ['--add-set into a full hash set adds nothing', '-j SET --add-set full src', '-m set --match-set full src', SYN, false],
   ] as const)('SET %s', (_, before, test, packet, accepted) => {
     expect(accepts(test, packet, before)).toEqual({ accepted, uncertain: false });
+  });
+
+  it('says it cannot tell for an add to a full set with forceadd, which evicts an element at random', () => {
+    expect(accepts('-m set --match-set forced src', SYN, '-j SET --add-set forced src').uncertain).toBe(true);
   });
 
   it.each([
