@@ -5,7 +5,8 @@
 // what the earlier one set.
 
 import type { XtExtensionStmt } from '../model/ast.js';
-import { parseAddress } from './address.js';
+import { parseAddress, type Address } from './address.js';
+import type { HookIndex } from './pipeline.js';
 import { NotModelled, type SimContext } from './sim-context.js';
 
 // The lists live in the run's dynamic state beside dynamic set elements (SimState.dynamicSets),
@@ -31,15 +32,10 @@ export function matchRecent(stmt: XtExtensionStmt, ctx: SimContext): boolean {
   if (option('rttl')) throw new NotModelled('iptables match recent --rttl (the TTL of earlier packets)');
   const mode = ['set', 'rcheck', 'update', 'remove'].map(option).find((o) => o !== undefined);
   if (!mode) throw new NotModelled('iptables match recent without --set, --rcheck, --update or --remove');
-  const nameValue = option('name')?.value;
-  // xt_recent's default list name (XT_RECENT_NAME_DEFAULT… "DEFAULT").
-  const key = listKey(nameValue?.type === 'string' ? nameValue.s : 'DEFAULT');
+  const name = listName(stmt);
+  const key = listKey(name);
   const address = option('rdest') ? ctx.pkt.dst : ctx.pkt.src;
-  const maskValue = option('mask')?.value;
-  const mask = maskValue?.type === 'address' ? parseAddress(maskValue.address.address) : undefined;
-  // The mask is an address of the family; the IPv4 default 255.255.255.255 leaves an IPv4
-  // address as it is, and does not apply to IPv6 (xt_recent keeps a mask per family).
-  const entry = mask && mask.family === address.family ? `${address.family} ${address.n & mask.n}` : `${address.family} ${address.n}`;
+  const entry = `${address.family} ${masked(address, listMasks(ctx.index).get(name))}`;
   const hits = (ctx.dynamicSets.get(key) ?? []) as string[];
   const count = hits.reduce((n, h) => (h === entry ? n + 1 : n), 0);
   const hitcount = option('hitcount')?.value;
@@ -60,4 +56,47 @@ export function matchRecent(stmt: XtExtensionStmt, ctx: SimContext): boolean {
       if (matched) ctx.dynamicSets.set(key, hits.filter((h) => h !== entry));
   }
   return matched !== mode.negated;
+}
+
+/** A rule's list name: `--name`, else xt_recent's default ("DEFAULT"). */
+function listName(stmt: XtExtensionStmt): string {
+  const value = stmt.options.find((o) => o.name === 'name')?.value;
+  return value?.type === 'string' ? value.s : 'DEFAULT';
+}
+
+/** The mask of each list: the first rule naming it, in load order, makes it with its own
+ * `--mask` (recent_mt_check: libxt_recent's default is all ones of the rule's family), and every
+ * rule of that name, of either family, masks with the list's (recent_mt). The lists a node had
+ * before its rules were loaded are not in a capture: a fresh load is what nftsim models. */
+const MASKS = new WeakMap<HookIndex, ReadonlyMap<string, Address>>();
+
+function listMasks(index: HookIndex): ReadonlyMap<string, Address> {
+  let masks = MASKS.get(index);
+  if (masks) return masks;
+  const made = new Map<string, Address>();
+  const tables = [...new Set([...index.byHook.values()].flat().sort((a, b) => a.order - b.order).map((r) => r.table))];
+  for (const table of tables) {
+    if (table.family !== 'ip' && table.family !== 'ip6') continue;
+    for (const chain of table.chains) {
+      for (const rule of chain.rules) {
+        for (const stmt of rule.stmts) {
+          if (stmt.kind !== 'xt-extension' || stmt.name !== 'recent' || made.has(listName(stmt))) continue;
+          const given = stmt.options.find((o) => o.name === 'mask')?.value;
+          const mask = given?.type === 'address' ? parseAddress(given.address.address) : undefined;
+          made.set(listName(stmt), mask ?? { family: table.family, n: table.family === 'ip' ? 0xffffffffn : (1n << 128n) - 1n });
+        }
+      }
+    }
+  }
+  MASKS.set(index, (masks = made));
+  return masks;
+}
+
+/** nf_inet_addr_mask of the address with the list's mask. Both are 16 bytes in the kernel, an
+ * IPv4 one its first 4: an IPv4 mask keeps the first 32 bits of an IPv6 address, and an IPv4
+ * address takes the first 32 bits of an IPv6 mask. */
+function masked(address: Address, mask: Address | undefined): bigint {
+  if (!mask) return address.n;
+  if (mask.family === address.family) return address.n & mask.n;
+  return address.family === 'ip6' ? address.n & (mask.n << 96n) : address.n & (mask.n >> 96n);
 }

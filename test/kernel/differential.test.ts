@@ -3537,19 +3537,16 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: iptables flows (
     },
     {
       name: 'xt flow: recent rules of one name with different masks, /32 rule first',
-      open: 'kernel: the list takes the mask of the rule that created it (the first, /32; xt_recent.c recent_mt_check copies info->mask into the table, recent_mt masks with t->mask), so --set stores 192.0.2.1 and the second packet from it matches --rcheck (mark 0x1); nftsim masks with each rule\'s own --mask, stores 192.0.2.0 and the second packet does not match (mark 0x0)',
       rulesets: v4(tb('filter', [`FORWARD -m recent --rcheck --name M --mask 255.255.255.255 --rsource ${mk(0x1)}`, 'FORWARD -m recent --set --name M --mask 255.255.255.0 --rsource'])),
       packets: [udp, { ...udp, sport: 40001 }, { ...udp, src: '192.0.2.77' }],
     },
     {
       name: 'xt flow: recent rules of one name with different masks, /24 rule first',
-      open: 'kernel: the list takes the /24 mask of the rule that created it, so --rcheck --hitcount 2 (written with a /32 mask) counts 192.0.2.1 and 192.0.2.77 as one address and matches from the second packet on (mark 0x1 on packets 1 and 2); nftsim masks with the rule\'s own /32 and never reaches two hits (mark 0x0)',
       rulesets: v4(tb('filter', ['FORWARD -m recent --set --name M2 --mask 255.255.255.0 --rsource', `FORWARD -m recent --rcheck --hitcount 2 --name M2 --mask 255.255.255.255 --rsource ${mk(0x1)}`])),
       packets: [udp, { ...udp, src: '192.0.2.77' }, { ...udp, src: '192.0.2.78' }],
     },
     {
       name: 'xt flow: a recent list of one name in iptables and ip6tables',
-      open: 'kernel: the iptables rule (loaded first) creates list S with its IPv4 mask, which the ip6tables rules share (one table per name in the netns), so IPv6 sources are masked with it and 2001:db8:1::77 matches the --rcheck after 2001:db8:1::1 was --set (mark 0x2); nftsim keeps the ip6tables rules\' own full mask and finds no hit (mark 0x0)',
       rulesets: [
         { kind: 'iptables', text: tb('filter', [`FORWARD -m recent --rcheck --name S --mask 255.255.255.255 --rsource ${mk(0x1)}`]), file: 'x.ipt' },
         { kind: 'ip6tables', text: tb('filter', [`FORWARD -m recent --rcheck --name S --mask ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff --rsource ${mk(0x2)}`, 'FORWARD -m recent --set --name S --mask ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff --rsource']), file: 'x6.ipt' },

@@ -37,6 +37,10 @@ describe('iptables match recent', () => {
     ['`! --update` records a hit when it matches', ['-m recent --set --name L', '-m recent ! --update --hitcount 3 --name L -j MARK --set-xmark 0x1/0x1', '-m recent --rcheck --hitcount 2 --name L -j MARK --set-xmark 0x2/0x2'], [CLIENT], ['0x00000003']],
     ['`! --update` reaching its hitcount records none', ['-m recent --set --name L', '-m recent --set --name L', '-m recent ! --update --hitcount 2 --name L -j MARK --set-xmark 0x1/0x1', '-m recent --rcheck --hitcount 3 --name L -j MARK --set-xmark 0x2/0x2'], [CLIENT], ['0x00000000']],
     ['lists are told apart by --name', ['-m recent --rcheck --name B -j MARK --set-xmark 0x1/0x1', '-m recent --set --name A'], [CLIENT, CLIENT], ['0x00000000', '0x00000000']],
+    // recent_mt_check makes the list with the mask of the first rule naming it; the others mask
+    // with the list's (kernel flow rows "xt flow: recent rules of one name with different masks").
+    ['the first rule of a name gives the list its mask: /24', ['-m recent --set --name N --mask 255.255.255.0', '-m recent --rcheck --name N --mask 255.255.255.255 -j MARK --set-xmark 0x1/0x1'], [CLIENT, OTHER], ['0x00000001', '0x00000001']],
+    ['the first rule of a name gives the list its mask: /32', ['-m recent --rcheck --name N --mask 255.255.255.255 -j MARK --set-xmark 0x1/0x1', '-m recent --set --name N --mask 255.255.255.0'], [CLIENT, CLIENT], ['0x00000000', '0x00000001']],
   ])('%s', (_, rules, packets, expected) => {
     expect(marks(rules, packets)).toEqual(expected);
   });
