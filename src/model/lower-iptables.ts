@@ -626,7 +626,9 @@ class RuleLowering {
         this.flagsMatch(o, ct(o.span, nat ? 'status' : 'state'), v.names.map((n) => (n === 'SNAT' ? 'snat' : n === 'DNAT' ? 'dnat' : n.toLowerCase())));
       } else if (o.name === 'ctstatus' && v.type === 'names') {
         const sorted = [...v.names].sort((a, b) => CT_STATUS_ORDER.indexOf(a) - CT_STATUS_ORDER.indexOf(b));
-        this.flagsMatch(o, ct(o.span, 'status'), sorted.map((n) => n.toLowerCase().replace('_', '-')));
+        // NONE is no bit (xt_conntrack tests `status & mask`): alone it never matches, negated
+        // it always does; nft's ct_status has no name for it.
+        this.flagsMatch(o, ct(o.span, 'status'), sorted.map((n) => (n === 'NONE' ? '0' : n.toLowerCase().replace('_', '-'))));
       } else if (o.name === 'ctdir' && v.type === 'names') {
         this.match(o.span, ct(o.span, 'direction'), op, lit(o.span, (v.names[0] ?? '').toLowerCase()));
       } else if (o.name === 'ctproto' && v.type === 'string') {

@@ -233,6 +233,9 @@ describe('matches and targets', () => {
     // whole-value `!=` nft compiles for `ct state != new,related`.
     ['-m conntrack ! --ctstate NEW,RELATED', 'ct state ! new,related'],
     ['-m conntrack ! --ctstatus CONFIRMED,ASSURED', 'ct status ! assured,confirmed'],
+    // NONE is no bit: alone never, negated always (kernel flow row "xt flow: --ctstatus NONE …").
+    ['-m conntrack --ctstatus NONE', 'ct status 0x0'],
+    ['-m conntrack ! --ctstatus NONE', 'ct status ! 0x0'],
     ['-m conntrack --ctstate NEW --ctstatus CONFIRMED', 'ct state new ct status confirmed'],
     // conntrack_mt answers a packet without an entry by its state test alone: INVALID passes only
     // such packets, so the status test never counts (kernel-checked).
