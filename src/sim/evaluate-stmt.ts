@@ -14,6 +14,7 @@ import { evaluateSetOp, passesElementStatements } from './dynset.js';
 import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
+import { matchConnlabel } from './match-connlabel.js';
 import { matchIpset, runSetTarget } from './match-ipset.js';
 import { isCtCountPassed, matchConnlimit } from './conn-count.js';
 import { matchHashlimit } from './match-hashlimit.js';
@@ -513,6 +514,8 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
       return matchRpfilter(stmt, ctx);
     case 'recent':
       return matchRecent(stmt, ctx);
+    case 'connlabel':
+      return matchConnlabel(stmt, ctx);
     case 'icmp':
     case 'icmp6':
       return matchIcmp(stmt, ctx);

@@ -1070,6 +1070,10 @@ const XT_FEATURES: readonly XtCase[] = [
   { name: 'xt TOS: --or-tos sets the ECN bits', dump: xtMangle('-j TOS --or-tos 0x03', '-m ecn --ecn-ip-ect 3'), packet: SYN },
   ip6({ name: 'xt TOS: IPv6 --xor-tos', dump: xtMangle('-j TOS --xor-tos 0x04', '-m tos --tos 0x04/0xff'), packet: SYN6 }),
   // NAT.
+  // xt_connlabel.c: without an entry the answer is `!`'s (nft's ct label breaks instead).
+  { name: 'xt connlabel: ! --label of an untracked packet matches', dump: xtTableDump('raw', ['PREROUTING -j CT --notrack'], '-m connlabel ! --label 5'), packet: SYN },
+  { name: 'xt connlabel: --label of an untracked packet does not', dump: xtTableDump('raw', ['PREROUTING -j CT --notrack'], '-m connlabel --label 5'), packet: SYN },
+  { name: 'xt connlabel: --label --set labels and matches', dump: filterDump('-m connlabel --label 5 --set'), packet: SYN },
   { name: 'xt NETMAP: prerouting maps the destination network', dump: xtTableDump('nat', ['PREROUTING -d 198.51.100.0/24 -j NETMAP --to 203.0.113.0/24']), packet: SYN },
   { name: 'xt NETMAP: postrouting maps the source network', dump: xtTableDump('nat', ['POSTROUTING -s 192.0.2.0/24 -j NETMAP --to 10.99.0.0/24']), packet: SYN },
   { name: 'xt NETMAP: a single address', dump: xtTableDump('nat', ['PREROUTING -d 198.51.100.0/24 -j NETMAP --to 203.0.113.7']), packet: SYN },

@@ -480,3 +480,19 @@ describe('iptables NETMAP target', () => {
     ]);
   });
 });
+
+// xt_connlabel.c connlabel_mt: without an entry `!`'s answer, a set bit matches, `--set` sets an
+// unset one and matches (kernel rows "xt connlabel: …").
+describe('iptables connlabel match', () => {
+  it.each([
+    ['! --label 5 of an untracked packet', '-j CT --notrack', '-m connlabel ! --label 5', '0x00000001'],
+    ['--label 5 of an untracked packet', '-j CT --notrack', '-m connlabel --label 5', '0x00000000'],
+    ['--label 5 of a new connection', '', '-m connlabel --label 5', '0x00000000'],
+    ['--label 5 --set, then --label 5', '', '-m connlabel --label 5 --set -m connlabel --label 5', '0x00000001'],
+  ])('%s → mark %s', (_, raw, test, mark) => {
+    const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n${raw ? `-A PREROUTING ${raw}\n` : ''}COMMIT\n*mangle\n:INPUT ACCEPT [0:0]\n-A INPUT ${test} -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    const o = simulateOne(dump, LOCAL);
+    expect(o.uncertain).toBe(false);
+    expect(o.mark).toBe(mark);
+  });
+});

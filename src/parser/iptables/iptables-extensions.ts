@@ -175,6 +175,7 @@ const MATCHES: readonly ExtensionSpec[] = [
   defineExtension('esp', ['espspi number-range']),
   defineExtension('ah', ['ahspi number-range', 'ahlen number-range', 'ahres flag']),
   defineExtension('realm', ['realm mark']),
+  defineExtension('connlabel', ['label string', 'set flag']),
   defineExtension('devgroup', ['src-group mark', 'dst-group mark']),
   defineExtension('cpu', ['cpu number']),
   defineExtension('nfacct', ['nfacct-name string']),
