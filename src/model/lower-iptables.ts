@@ -1260,7 +1260,7 @@ const MATCH_LOWERINGS: Readonly<Record<string, MatchLowering>> = {
 
 // Matches with real semantics that nft cannot express, kept as typed xt extensions for the
 // simulator rather than reported (their options are all typed by the parser).
-const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['connlabel', 'recent', 'set', 'physdev', 'socket', 'string', 'u32', 'bpf', 'conntrack', 'multiport', 'hashlimit', 'connlimit', 'policy', 'rpfilter', 'owner', 'tos']);
+const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['cluster', 'connlabel', 'recent', 'set', 'physdev', 'socket', 'string', 'u32', 'bpf', 'conntrack', 'multiport', 'hashlimit', 'connlimit', 'policy', 'rpfilter', 'owner', 'tos']);
 
 // Targets of one family only (the ipt_ and ip6t_ extensions): elsewhere the name is a chain's.
 const FAMILY_TARGETS: Readonly<Record<string, 'ip' | 'ip6'>> = { TTL: 'ip', ECN: 'ip', CLUSTERIP: 'ip', HL: 'ip6', SNPT: 'ip6', DNPT: 'ip6' };

@@ -4,7 +4,7 @@
 // no IPsec, no socket but a local packet's own; packet-bytes.ts lists the packet's headers).
 
 import type { Expr } from '../model/ast.js';
-import type { Address, AddressFamily } from './address.js';
+import { familyBits, type Address, type AddressFamily } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
 import { evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { payloadFieldBits, TCP_MSS_LENGTH, TCP_MSS_OPTION } from './packet-bytes.js';
@@ -216,14 +216,22 @@ function registerBytes(expr: Expr, ctx: SimContext, padded: boolean): Uint8Array
     for (let i = 0; i < size; i++) out[i] = Number((value >> BigInt(8 * i)) & 0xffn);
     return pad(out);
   }
-  if (expr.kind === 'payload') {
-    const bits = payloadFieldBits(expr.protocol, expr.field);
-    if (bits % 8 !== 0) throw new NotModelled(`a hash of ${expr.protocol} ${expr.field} (not whole bytes)`);
+  // Network order: a header field, and a conntrack tuple's address or port as the tuple holds it.
+  const bits = expr.kind === 'payload' ? payloadFieldBits(expr.protocol, expr.field) : expr.kind === 'ct' ? ctTupleBits(expr, ctx) : undefined;
+  if (bits !== undefined) {
+    if (bits % 8 !== 0) throw new NotModelled(`a hash of ${expr.kind === 'payload' ? `${expr.protocol} ${expr.field}` : 'a ct key'} (not whole bytes)`);
     const out = new Uint8Array(bits / 8);
     for (let i = 0; i < out.length; i++) out[i] = Number((value >> BigInt(8 * (out.length - 1 - i))) & 0xffn);
     return pad(out);
   }
   throw new NotModelled(`a hash of a ${expr.kind} expression`);
+}
+
+/** The width of a conntrack tuple's address (of the expression's family, else the packet's) or
+ * port; undefined for the other ct keys. */
+function ctTupleBits(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): number | undefined {
+  if (expr.key.endsWith('saddr') || expr.key.endsWith('daddr')) return familyBits(expr.family ?? ctx.family);
+  return expr.key === 'proto-src' || expr.key === 'proto-dst' ? 16 : undefined;
 }
 
 /** nft_hash.c: jhash of the source registers with the seed (a random one when none is given,

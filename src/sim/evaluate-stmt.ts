@@ -15,6 +15,7 @@ import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
 import { matchConnlabel } from './match-connlabel.js';
+import { matchCluster } from './match-cluster.js';
 import { matchIpset, runSetTarget } from './match-ipset.js';
 import { isCtCountPassed, matchConnlimit } from './conn-count.js';
 import { matchHashlimit } from './match-hashlimit.js';
@@ -516,6 +517,8 @@ function matchXt(stmt: XtExtensionStmt, ctx: SimContext): boolean {
       return matchRecent(stmt, ctx);
     case 'connlabel':
       return matchConnlabel(stmt, ctx);
+    case 'cluster':
+      return matchCluster(stmt, ctx);
     case 'icmp':
     case 'icmp6':
       return matchIcmp(stmt, ctx);

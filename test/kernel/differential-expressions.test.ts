@@ -193,6 +193,9 @@ const NFT_FEATURES: readonly ExpressionCase[] = [
   { name: 'jhash meta mark seed', rules: `meta mark set 0x1234\n    jhash meta mark mod 100 seed 0x2 ${jhashOf([0x34, 0x12, 0, 0], 100, 2)} accept`, packet: SYN },
   { name: 'meta mark set jhash', rules: `meta mark set jhash ip saddr . ip daddr mod 50 seed 0x3\n    meta mark ${jhashOf([192, 0, 2, 99, 198, 51, 100, 20], 50, 3)} accept`, packet: SYN },
   { name: 'symhash mod 2', rules: 'symhash mod 2 0 accept', packet: SYN },
+  // A conntrack tuple's address and port in network order.
+  { name: 'meta mark set jhash ct original ip saddr', rules: `meta mark set jhash ct original ip saddr mod 50 seed 0x3\n    meta mark ${jhashOf([192, 0, 2, 99], 50, 3)} accept`, packet: SYN },
+  { name: 'jhash ct original proto-dst', rules: `jhash ct original proto-dst mod 1000 seed 0x7 ${jhashOf([0, 80], 1000, 7)} accept`, packet: SYN },
   // fib.
   { name: 'fib saddr . iif oif eth0', rules: 'fib saddr . iif oif "eth0" accept', packet: SYN, hook: 'prerouting' },
   { name: 'fib saddr oifname', rules: 'fib saddr oifname "eth0" accept', packet: SYN },
@@ -1070,6 +1073,10 @@ const XT_FEATURES: readonly XtCase[] = [
   { name: 'xt TOS: --or-tos sets the ECN bits', dump: xtMangle('-j TOS --or-tos 0x03', '-m ecn --ecn-ip-ect 3'), packet: SYN },
   ip6({ name: 'xt TOS: IPv6 --xor-tos', dump: xtMangle('-j TOS --xor-tos 0x04', '-m tos --tos 0x04/0xff'), packet: SYN6 }),
   // NAT.
+  // xt_cluster.c: jhash of the original source address with the seed, scaled to the nodes.
+  ...[1, 2].map((node) => ({ name: `xt cluster: node ${node} of 2`, dump: xtTableDump('mangle', [`FORWARD -m cluster --cluster-total-nodes 2 --cluster-local-node ${node} --cluster-hash-seed 0xdeadbeef -j ACCEPT`]), packet: SYN })),
+  ...[1, 2, 3].map((node) => ip6({ name: `xt cluster: IPv6, node ${node} of 3`, dump: xtTableDump('filter', [`FORWARD -m cluster --cluster-total-nodes 3 --cluster-local-node ${node} --cluster-hash-seed 0x12345 -j DROP`]), packet: SYN6 })),
+  { name: 'xt cluster: ! --cluster-local-nodemask', dump: xtTableDump('mangle', ['FORWARD -m cluster --cluster-total-nodes 4 ! --cluster-local-nodemask 5 --cluster-hash-seed 7 -j ACCEPT']), packet: SYN },
   // xt_connlabel.c: without an entry the answer is `!`'s (nft's ct label breaks instead).
   { name: 'xt connlabel: ! --label of an untracked packet matches', dump: xtTableDump('raw', ['PREROUTING -j CT --notrack'], '-m connlabel ! --label 5'), packet: SYN },
   { name: 'xt connlabel: --label of an untracked packet does not', dump: xtTableDump('raw', ['PREROUTING -j CT --notrack'], '-m connlabel --label 5'), packet: SYN },

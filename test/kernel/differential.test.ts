@@ -3476,7 +3476,6 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: iptables flows (
     },
     {
       name: 'xt flow: cluster match by the source address across a flow',
-      open: 'kernel: the connection of 192.0.2.1 hashes to node 2 (mark 0x2 on the packet, its reply, and the other client\'s connection too); nftsim reports iptables match cluster as not modelled and assumes no match (mark 0x0)',
       rulesets: v4(tb('mangle', [`PREROUTING -m cluster --cluster-total-nodes 2 --cluster-local-node 1 --cluster-hash-seed 0xdeadbeef ${mk(0x1)}`, `PREROUTING -m cluster --cluster-total-nodes 2 --cluster-local-node 2 --cluster-hash-seed 0xdeadbeef ${mk(0x2)}`])),
       packets: [udp, { reply: true }, { ...udp, src: '192.0.2.77' }],
     },

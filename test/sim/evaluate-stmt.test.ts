@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { FORWARDED, HOST, LOCAL, simulateOne } from './helpers.js';
 import type { PacketInput } from '../../src/sim/packet.js';
+import { jhash } from '../../src/sim/evaluate-special-expr.js';
 
 function run(rules: string, family = 'inet', hook = 'input', priority = '0', objects = '') {
   const text = `table ${family} t {\n${objects}\tchain c {\n\t\ttype filter hook ${hook} priority ${priority};\n\t\t${rules}\n\t}\n}\n`;
@@ -494,5 +495,34 @@ describe('iptables connlabel match', () => {
     const o = simulateOne(dump, LOCAL);
     expect(o.uncertain).toBe(false);
     expect(o.mark).toBe(mark);
+  });
+});
+
+// xt_cluster.c: the node of bit `reciprocal_scale(jhash(first word of the original source), N)`
+// (kernel rows "xt cluster: …"); of two nodes exactly one takes each connection.
+describe('iptables cluster match', () => {
+  const takes = (node: number, packet: PacketInput): boolean => {
+    // An address in the rule makes the dump ip6tables' for an IPv6 packet.
+    const source = packet.src?.includes(':') ? '-s 2001:db8::/32 ' : '';
+    const dump = `*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING ${source}-m cluster --cluster-total-nodes 2 --cluster-local-node ${node} --cluster-hash-seed 0xdeadbeef -j MARK --set-xmark 0x1/0xffffffff\nCOMMIT\n`;
+    const o = simulateOne(dump, packet);
+    expect(o.uncertain).toBe(false);
+    return o.mark === '0x00000001';
+  };
+  it.each([
+    ['IPv4', LOCAL],
+    ['IPv6', { iif: 'eth0', src: '2001:db8::99', dst: '2001:db8::10', dport: 22 } as PacketInput],
+  ])('one node of two takes an %s connection', (_, packet) => {
+    expect([takes(1, packet), takes(2, packet)].filter(Boolean)).toHaveLength(1);
+  });
+
+  it.each([
+    ['192.0.2.99', [192, 0, 2, 99]],
+    // jhash2 over NF_CT_TUPLE_L3SIZE / sizeof(u32) words: 1, the address's first.
+    ['2001:db8::99', [0x20, 0x01, 0x0d, 0xb8]],
+  ])('the connection from %s goes to the node its hash picks', (src, bytes) => {
+    const node = Number((BigInt(jhash(Uint8Array.from(bytes), 0xdeadbeef)) * 2n) >> 32n) + 1;
+    const packet = src.includes(':') ? { iif: 'eth0', src, dst: '2001:db8::10', dport: 22 } : { ...LOCAL, src };
+    expect(takes(node, packet as PacketInput)).toBe(true);
   });
 });

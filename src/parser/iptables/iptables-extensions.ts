@@ -176,6 +176,7 @@ const MATCHES: readonly ExtensionSpec[] = [
   defineExtension('ah', ['ahspi number-range', 'ahlen number-range', 'ahres flag']),
   defineExtension('realm', ['realm mark']),
   defineExtension('connlabel', ['label string', 'set flag']),
+  defineExtension('cluster', ['cluster-total-nodes number', 'cluster-local-node number', 'cluster-local-nodemask number', 'cluster-hash-seed number']),
   defineExtension('devgroup', ['src-group mark', 'dst-group mark']),
   defineExtension('cpu', ['cpu number']),
   defineExtension('nfacct', ['nfacct-name string']),
