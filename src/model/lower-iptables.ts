@@ -1267,7 +1267,7 @@ const FAMILY_TARGETS: Readonly<Record<string, 'ip' | 'ip6'>> = { TTL: 'ip', ECN:
 
 // Targets kept as xt extensions whose effect the simulator gives (evaluate-stmt.ts
 // evaluateXtExtension): not reported either.
-const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'CHECKSUM', 'NETMAP']);
+const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'CHECKSUM', 'NETMAP', 'CONNMARK']);
 
 const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
   REJECT: p.reject,

@@ -20,7 +20,7 @@ import { NO_MATCH, type RuleResult } from './evaluate-stmt.js';
 import { isLimitPassed, isQuotaPassed } from './limit-and-quota.js';
 import { isCtCountPassed } from './conn-count.js';
 import { dynamicSetOf, lookupElement, type DynamicSet } from './lookup-element.js';
-import { NotModelled, type SimContext } from './sim-context.js';
+import { NotModelled, type PacketState, type SimContext } from './sim-context.js';
 
 const EMPTY: DynamicSet = { added: [], deleted: new Set(), dead: [] };
 
@@ -53,7 +53,7 @@ export function evaluateSetOp(stmt: SetOpStmt, ctx: SimContext): RuleResult | un
   return passesElementStatements(element, named, ctx) ? undefined : NO_MATCH;
 }
 
-function withoutElement(dynamic: DynamicSet, element: ElementExpr, by: object): DynamicSet {
+function withoutElement(dynamic: DynamicSet, element: ElementExpr, by: PacketState): DynamicSet {
   const added = dynamic.added.filter((a) => a.element !== element);
   const dead = [...dynamic.dead, by];
   if (added.length < dynamic.added.length) return { added, deleted: dynamic.deleted, dead };

@@ -18,7 +18,7 @@ import { constantOf, isEqual, matchesKey, namedSet, type RtValue } from './evalu
 import type { RuleResult } from './evaluate-stmt.js';
 import { memoByObject } from './memo-by-object.js';
 import { PositionTable } from './position-table.js';
-import type { SimContext } from './sim-context.js';
+import type { PacketState, SimContext } from './sim-context.js';
 
 /** A value to look up: an RtValue, or as compiled rules read it (compile-rule.ts) an integer
  * below 2^32 as a number, or a concatenation of such numbers. */
@@ -46,7 +46,7 @@ export function lookupElement(set: SetLiteral | SetRef, value: RtValue, lhs: Exp
 export interface DynamicSet {
   readonly added: readonly { readonly key: RtValue; readonly element: ElementExpr }[];
   readonly deleted: ReadonlySet<ElementExpr>;
-  readonly dead: readonly object[];
+  readonly dead: readonly PacketState[];
 }
 
 export function dynamicSetOf(named: NamedSet, ctx: SimContext): DynamicSet | undefined {

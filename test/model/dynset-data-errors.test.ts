@@ -6,7 +6,7 @@ import { createNamespace, deleteNamespace, findKernelSkipReason, runInNamespace 
 // EINVAL). The last describe checks each row against `nft -c -f`, which asks the kernel.
 
 function ruleset(rule: string): string {
-  return `table ip t {\n  map n { typeof ip saddr : meta mark; flags dynamic; }\n  set d { typeof ip saddr; flags dynamic; }\n  chain c {\n    type filter hook prerouting priority -300; policy accept;\n    ${rule}\n  }\n}\n`;
+  return `table ip t {\n  map n { typeof ip saddr : meta mark; flags dynamic; }\n  set d { typeof ip saddr; flags dynamic; }\n  map v { type ipv4_addr : verdict; flags dynamic; }\n  chain c {\n    type filter hook prerouting priority -300; policy accept;\n    ${rule}\n  }\n}\n`;
 }
 
 const ROWS: readonly { rule: string; error?: string }[] = [
@@ -16,6 +16,7 @@ const ROWS: readonly { rule: string; error?: string }[] = [
   { rule: 'delete @n { ip saddr }', error: 'delete @n needs data' },
   { rule: 'delete @n { ip saddr : 0x1 }' },
   { rule: 'add @d { ip saddr }' },
+  { rule: 'add @v { ip saddr : accept }', error: 'add @v: v is a verdict map, which the kernel refuses to update from a rule (EOPNOTSUPP)' },
 ];
 
 describe('dynsets of a map without data', () => {
@@ -23,7 +24,7 @@ describe('dynsets of a map without data', () => {
     const { diagnostics } = parseRuleset(ruleset(rule), { file: 'r.nft' });
     const errors = diagnostics.filter((d) => d.code === 'dynset-data');
     expect(errors.map((d) => d.message)).toEqual(error ? [expect.stringContaining(error)] : []);
-    if (error) expect(errors[0]!.span).toMatchObject({ file: 'r.nft', line: 6, column: 5 });
+    if (error) expect(errors[0]!.span).toMatchObject({ file: 'r.nft', line: 7, column: 5 });
   });
 });
 
