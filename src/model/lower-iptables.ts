@@ -27,7 +27,7 @@ import { datatypeSymbols, readIptablesRejectWith, tcpOptionName, typeAgainst, ty
 import { recordChainsByName } from './chains-by-name.js';
 import { formatRule } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
-import type { AddressSpec, NatRange } from './xt-option.js';
+import { connmarkMasks, type AddressSpec, type NatRange } from './xt-option.js';
 import type { IptablesDumpSink } from '../parser/iptables/parse-iptables-save.js';
 import type {
   AddressMatch,
@@ -1054,18 +1054,12 @@ class RuleLowering {
 
   connmarkTarget(t: IptablesTarget): boolean {
     const get = (name: string) => t.options.find((o) => o.name === name);
-    const num = (name: string) => {
-      const v = get(name)?.value;
-      return v?.type === 'number' ? v.n : 0xffffffff;
-    };
     const span = t.span;
     if (get('save-mark') || get('restore-mark')) {
       // save: ctmark = (ctmark & ~ctmask) ^ (mark & nfmask); restore: the other way round
       // (xt_connmark.c). Only the default full masks without a shift have a plain nft spelling.
       if (get('left-shift-mark') || get('right-shift-mark')) return false;
-      const shared = get('mask');
-      const nfmask = shared ? num('mask') : num('nfmask');
-      const ctmask = shared ? num('mask') : num('ctmask');
+      const { nfmask, ctmask } = connmarkMasks(t.options);
       if (get('save-mark')) {
         if (nfmask !== 0xffffffff || ctmask !== 0xffffffff) return false;
         this.stmts.push({ kind: 'ct-set', span, key: 'mark', value: meta(span, 'mark', false) });

@@ -64,3 +64,14 @@ export type XtOptionValue =
   | { readonly type: 'interface'; readonly name: string; readonly wildcard: boolean }
   | { readonly type: 'ipset'; readonly set: string; readonly directions: readonly ('src' | 'dst')[] }
   | { readonly type: 'raw' };
+
+/** CONNMARK's masks (libxt_CONNMARK.c): `--mask` gives both, else `--nfmask` and `--ctmask`, each
+ * all ones when absent. Read by the lowering and by the simulator of the forms it keeps as xt. */
+export function connmarkMasks(options: readonly { readonly name: string; readonly value: XtOptionValue }[]): { readonly nfmask: number; readonly ctmask: number } {
+  const number = (name: string): number | undefined => {
+    const value = options.find((o) => o.name === name)?.value;
+    return value?.type === 'number' ? value.n : undefined;
+  };
+  const shared = number('mask');
+  return { nfmask: shared ?? number('nfmask') ?? 0xffffffff, ctmask: shared ?? number('ctmask') ?? 0xffffffff };
+}

@@ -16,6 +16,7 @@ import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
 import { matchConnlabel } from './match-connlabel.js';
 import { matchCluster } from './match-cluster.js';
+import { connmarkMasks } from '../model/xt-option.js';
 import { matchIpset, runSetTarget } from './match-ipset.js';
 import { isCtCountPassed, matchConnlimit } from './conn-count.js';
 import { matchHashlimit } from './match-hashlimit.js';
@@ -439,8 +440,7 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
       const value = option(name)?.value;
       return value?.type === 'number' ? value.n : undefined;
     };
-    const nfmask = number('mask') ?? number('nfmask') ?? 0xffffffff;
-    const ctmask = number('mask') ?? number('ctmask') ?? 0xffffffff;
+    const { nfmask, ctmask } = connmarkMasks(stmt.options);
     const left = number('left-shift-mark');
     const right = number('right-shift-mark');
     const shifted = (v: number): number => (left !== undefined ? v << left : right !== undefined ? v >>> right : v) >>> 0;
