@@ -665,22 +665,27 @@ class RuleLowering {
     return true;
   }
 
-  /** frag_xlate (libip6t_frag.c): the fields of the fragment header, `exthdr frag exists` for
-   * any id. Without the header xt_frag (frag_mt6) matches nothing, negated or not, as nft's
-   * exthdr load breaks the rule. --fraglen has no nft form. */
+  /** frag_mt6 (ip6t_frag.c): tests of the fragment header's fields; without the header it
+   * matches nothing, negated or not, as nft's exthdr load breaks the rule. --fragres wants the
+   * reserved bits clear, the byte's and the two in the offset word (frag_xlate's `frag reserved
+   * 1` is the opposite); the kernel does not test --fraglen. With no test left (or an id of any
+   * value) the match is `exthdr frag exists`. */
   frag(m: IptablesMatch): boolean {
-    const lowerable = (o: IptablesOption): boolean => (o.name === 'fragid' ? o.value.type === 'range' : o.name !== 'fraglen' && !o.negated);
+    const lowerable = (o: IptablesOption): boolean => (o.name === 'fragid' ? o.value.type === 'range' : !o.negated);
     if (this.family !== 'ip6' || !m.options.every(lowerable)) return false;
+    const before = this.stmts.length;
     for (const o of m.options) {
       const field = (name: string): Expr => ({ kind: 'exthdr', span: o.span, header: 'frag', field: name });
       if (o.name === 'fragid' && o.value.type === 'range') {
         const { from, to } = o.value;
-        if (from === 0 && to === 0xffffffff && !o.negated) this.match(o.span, { kind: 'exthdr', span: o.span, header: 'frag', prefixed: true }, 'implicit', lit(o.span, 'exists'));
-        else this.match(o.span, field('id'), o.negated ? '!=' : 'implicit', rangeLiteral(o.span, from, to));
-      } else if (o.name === 'fragres') this.match(o.span, field('reserved'), 'implicit', lit(o.span, '1'));
-      else if (o.name === 'fragfirst') this.match(o.span, field('frag-off'), 'implicit', lit(o.span, '0'));
-      else this.match(o.span, field('more-fragments'), 'implicit', lit(o.span, o.name === 'fragmore' ? '1' : '0'));
+        if (!(from === 0 && to === 0xffffffff && !o.negated)) this.match(o.span, field('id'), o.negated ? '!=' : 'implicit', rangeLiteral(o.span, from, to));
+      } else if (o.name === 'fragres') {
+        this.match(o.span, field('reserved'), 'implicit', lit(o.span, '0'));
+        this.match(o.span, field('reserved2'), 'implicit', lit(o.span, '0'));
+      } else if (o.name === 'fragfirst') this.match(o.span, field('frag-off'), 'implicit', lit(o.span, '0'));
+      else if (o.name === 'fragmore' || o.name === 'fraglast') this.match(o.span, field('more-fragments'), 'implicit', lit(o.span, o.name === 'fragmore' ? '1' : '0'));
     }
+    if (this.stmts.length === before) this.match(m.span, { kind: 'exthdr', span: m.span, header: 'frag', prefixed: true }, 'implicit', lit(m.span, 'exists'));
     return true;
   }
 

@@ -337,6 +337,16 @@ describe('matches and targets', () => {
     expect(formatRule(chainOf(ruleset, 'filter', 'FORWARD').rules[0]!)).toBe(`counter packets 0 bytes 0 jump ${name}`);
   });
 
+  // frag_mt6 (ip6t_frag.c): --fragres wants the reserved bits clear; --fraglen is not tested.
+  it.each([
+    ['-m frag --fragres', 'frag reserved 0 frag reserved2 0'],
+    ['-m frag --fraglen 42', 'exthdr frag exists'],
+    ['-m frag --fragid 0:4294967295 --fragmore', 'frag more-fragments 1'],
+  ])('lowers the ip6tables match %s to %s', (spec, nft) => {
+    const { ruleset } = lower(`*filter\n:INPUT ACCEPT [0:0]\n-A INPUT ${spec}\nCOMMIT\n`, 'ip6');
+    expect(formatRule(chainOf(ruleset, 'filter', 'INPUT').rules[0]!)).toBe(`${nft} counter packets 0 bytes 0`);
+  });
+
   it('types the options of an xt extension', () => {
     const { ruleset } = lower('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m recent --rcheck --seconds 60 --name foo -j DROP\nCOMMIT\n');
     const stmt = chainOf(ruleset, 'filter', 'INPUT').rules[0]!.stmts[0]!;
