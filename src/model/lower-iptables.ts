@@ -211,7 +211,7 @@ class TableState {
           this.deleteRule(chain, command);
           return;
         }
-        const rules = command.rule ? lowerRule(command.rule, this.family, span, this.diagnostics, this.chainName) : [];
+        const rules = command.rule ? lowerRule(command.rule, this.family, span, this.diagnostics, this.chainName, (name) => this.chains.get(name)?.builtin === false) : [];
         const index = (command.position ?? (command.op === 'append' ? chain.rules.length + 1 : 1)) - 1;
         if (command.op === 'append') chain.rules.push(...rules);
         else if (index < 0 || index > chain.rules.length - (command.op === 'replace' ? 1 : 0)) {
@@ -349,13 +349,20 @@ function ruleKey(rule: Rule): string {
 
 /** The nft rules one iptables rule becomes: one per source × destination address (iptables
  * expands `-s a,b`), none when the line is for the other family (`-4` in ip6tables-restore). */
-export function lowerRule(rule: IptablesRule, family: 'ip' | 'ip6', span: Span, diagnostics: Diagnostic[], chainName: (name: string) => string = (name) => name): Rule[] {
+export function lowerRule(
+  rule: IptablesRule,
+  family: 'ip' | 'ip6',
+  span: Span,
+  diagnostics: Diagnostic[],
+  chainName: (name: string) => string = (name) => name,
+  isUserChain: (name: string) => boolean = () => false,
+): Rule[] {
   if (rule.onlyFamily !== undefined && (rule.onlyFamily === 'ipv6') !== (family === 'ip6')) return [];
   const sources = rule.source?.addresses ?? [undefined];
   const destinations = rule.destination?.addresses ?? [undefined];
   const rules: Rule[] = [];
   for (const s of sources) {
-    for (const d of destinations) rules.push(new RuleLowering(rule, family, span, diagnostics, chainName).lower(s, d));
+    for (const d of destinations) rules.push(new RuleLowering(rule, family, span, diagnostics, chainName, isUserChain).lower(s, d));
   }
   return rules;
 }
@@ -398,6 +405,7 @@ class RuleLowering {
     private readonly span: Span,
     private readonly diagnostics: Diagnostic[],
     private readonly chainName: (name: string) => string,
+    private readonly isUserChain: (name: string) => boolean,
   ) {}
 
   lower(source: AddressSpec | undefined, destination: AddressSpec | undefined): Rule {
@@ -959,10 +967,15 @@ class RuleLowering {
 
   private lowerTarget(t: IptablesTarget): void {
     const span = t.span;
-    // A target of the other family only is no target here: iptables loads none by that name, so
-    // `-j HL` in an iptables dump jumps to a chain named HL.
+    // A chain the dump declares is a chain whatever its name (iptables-restore 1.8.5 and later
+    // register those names as no target's), and a target of the other family only is none here
+    // (iptables loads none by that name): `-j HL` in an iptables dump jumps to a chain HL.
     const otherFamily = FAMILY_TARGETS[t.name] !== undefined && FAMILY_TARGETS[t.name] !== this.family;
-    const type: IptablesTarget['type'] = otherFamily && t.options.length === 0 ? 'chain' : t.type;
+    const chain = t.type === 'extension' && (this.isUserChain(t.name) || otherFamily);
+    if (chain && t.options.length > 0) {
+      this.diagnostics.push({ severity: 'error', code: 'bad-option', message: `unknown option "${t.options[0]!.spelling}": ${t.name} is a chain here, not a target`, span: t.options[0]!.span });
+    }
+    const type: IptablesTarget['type'] = chain ? 'chain' : t.type;
     switch (type) {
       case 'verdict':
         if (t.name === 'QUEUE') this.stmts.push({ kind: 'queue', span, num: lit(span, '0'), flags: [] });

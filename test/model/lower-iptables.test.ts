@@ -347,6 +347,21 @@ describe('matches and targets', () => {
     expect(formatRule(chainOf(ruleset, 'filter', 'INPUT').rules[0]!)).toBe(`${nft} counter packets 0 bytes 0`);
   });
 
+  // iptables-restore 1.8.9: a chain the dump declares is a chain, even named like a target; a
+  // target's options after it are unknown options.
+  it('reads -j TTL as a jump to a chain TTL the dump declares', () => {
+    const { ruleset } = lower('*filter\n:INPUT ACCEPT [0:0]\n:TTL - [0:0]\n-A INPUT -j TTL\nCOMMIT\n', 'ip');
+    expect(formatRule(chainOf(ruleset, 'filter', 'INPUT').rules[0]!)).toBe('counter packets 0 bytes 0 jump TTL');
+  });
+
+  it.each([
+    ['a declared chain named like a target', ':TTL - [0:0]\n-A INPUT -j TTL --ttl-set 5', 'unknown option "--ttl-set": TTL is a chain here, not a target'],
+    ["the other family's target", '-A INPUT -j HL --hl-set 5', 'unknown option "--hl-set": HL is a chain here, not a target'],
+  ])('refuses options after %s', (_, lines, message) => {
+    const { diagnostics } = lower(`*filter\n:INPUT ACCEPT [0:0]\n${lines}\nCOMMIT\n`, 'ip');
+    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)).toEqual([message]);
+  });
+
   it('types the options of an xt extension', () => {
     const { ruleset } = lower('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m recent --rcheck --seconds 60 --name foo -j DROP\nCOMMIT\n');
     const stmt = chainOf(ruleset, 'filter', 'INPUT').rules[0]!.stmts[0]!;
