@@ -180,7 +180,7 @@ class HostReader {
     if (record.interfaces !== undefined) {
       for (const [i, item] of (reader.array(record.interfaces, [...path, 'interfaces']) ?? []).entries()) {
         const at = [...path, 'interfaces', i];
-        if (isRecord(item) && 'ifname' in item) this.ipJsonEntry(item, at, undefined);
+        if (isRecord(item) && 'ifname' in item) this.ipJsonEntry(item, at);
         else {
           const iface = readInterface(reader, item, at);
           if (iface) this.interfaces.push({ item: iface, part: this.current, path: [...at, 'name'] });
@@ -196,15 +196,13 @@ class HostReader {
   }
 
   /** `ip -j addr show` / `ip -j route show` output; fields iproute2 adds that nftsim does not
-   * need are skipped, since the text is the tool's, not the user's. One `ip -j route show` prints
-   * one family: a default route without a gateway takes it from the others. */
+   * need are skipped, since the text is the tool's, not the user's. */
   private ipJson(entries: readonly unknown[], path: FieldPath): void {
-    const family = entries.map(routeFamilyOf).find((f) => f !== undefined);
-    for (const [i, entry] of entries.entries()) this.ipJsonEntry(entry, [...path, i], family);
+    for (const [i, entry] of entries.entries()) this.ipJsonEntry(entry, [...path, i]);
   }
 
   /** One entry of `ip -j addr show` or `ip -j route show`. */
-  private ipJsonEntry(entry: unknown, at: FieldPath, family: AddressFamily | undefined): void {
+  private ipJsonEntry(entry: unknown, at: FieldPath): void {
     const reader = this.reader;
     if (!isRecord(entry)) {
       reader.fail(at, 'expected an object of `ip -j addr show` or `ip -j route show`');
@@ -220,7 +218,7 @@ class HostReader {
       }
       this.interfaces.push({ item: { name: entry.ifname, addresses }, part: this.current, path: [...at, 'ifname'] });
     } else if (typeof entry.dst === 'string') {
-      const route = readIpJsonRoute(reader, entry, at, family);
+      const route = readIpJsonRoute(reader, entry, at);
       if (route) this.routes.push({ item: route, part: this.current, path: [...at, 'dev'] });
     } else if (typeof entry.priority === 'number') {
       reader.fail(at, '`ip -j rule show` output goes in the host\'s `rules` (`ip -6 -j rule show`: `rules6`): its entries do not say their family');
@@ -233,28 +231,27 @@ class HostReader {
  * (it reports them where they are) and the kernel's own routes are left out. */
 export function ipJsonRoutesAsInput(entries: readonly unknown[]): unknown[] {
   const reader = new FieldReader();
-  const family = entries.map(routeFamilyOf).find((f) => f !== undefined);
   return entries.flatMap((entry, i) => {
-    const route = isRecord(entry) && typeof entry.dst === 'string' ? readIpJsonRoute(reader, entry, [i], family) : undefined;
+    const route = isRecord(entry) && typeof entry.dst === 'string' ? readIpJsonRoute(reader, entry, [i]) : undefined;
     if (!route) return [];
     const dst = route.dst.prefix === 0 ? 'default' : formatCidr(route.dst);
     return [{ dst, family: route.dst.family, dev: route.dev, table: route.table, type: route.type, ...(route.via && { via: formatAddress(route.via) }) }];
   });
 }
 
-/** The family an `ip -j route show` entry shows: its gateway's, its destination prefix's, or
- * IPv6 where iproute2 prints `pref` (a router preference, IPv6 only). */
-function routeFamilyOf(entry: unknown): AddressFamily | undefined {
-  if (!isRecord(entry)) return undefined;
+/** The family of an `ip -j route show` entry: its gateway's, its destination prefix's, else
+ * IPv6 where iproute2 prints `pref` (the kernel gives every IPv6 route a router preference,
+ * RTA_PREF) and IPv4 where it does not: `default dev wg0` is IPv4's. */
+function routeFamilyOf(entry: Record<string, unknown>): AddressFamily {
   const gateway = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
   if (gateway) return gateway.family;
-  if (typeof entry.dst === 'string' && entry.dst !== 'default') return parseCidr(entry.dst.includes('/') ? entry.dst : `${entry.dst}/${entry.dst.includes(':') ? 128 : 32}`)?.family;
-  return entry.pref !== undefined ? 'ip6' : undefined;
+  const dst = typeof entry.dst === 'string' && entry.dst !== 'default' ? parseCidr(entry.dst.includes('/') ? entry.dst : `${entry.dst}/${entry.dst.includes(':') ? 128 : 32}`) : undefined;
+  return dst?.family ?? (entry.pref !== undefined ? 'ip6' : 'ip');
 }
 
 /** A route of `ip -j route show`. Local, broadcast and multicast routes (`ip -j route show table
  * all`) are the kernel's own and follow from the addresses: skipped. */
-function readIpJsonRoute(reader: FieldReader, entry: Record<string, unknown>, at: FieldPath, family: AddressFamily | undefined): HostRoute | undefined {
+function readIpJsonRoute(reader: FieldReader, entry: Record<string, unknown>, at: FieldPath): HostRoute | undefined {
   const type = entry.type ?? 'unicast';
   if (typeof type !== 'string' || !ROUTE_TYPES.includes(type)) return undefined;
   if (type === 'unicast' && typeof entry.dev !== 'string') {
@@ -265,9 +262,7 @@ function readIpJsonRoute(reader: FieldReader, entry: Record<string, unknown>, at
   const via = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
   if (typeof entry.gateway === 'string' && !via) return reader.fail([...at, 'gateway'], `'${entry.gateway}' is not an address`);
   const dstText = entry.dst as string;
-  const dstFamily = routeFamilyOf(entry) ?? family;
-  if (dstFamily === undefined) return reader.fail([...at, 'dst'], "a default route without a gateway does not say its family, and no other route here does: give it in the host's `routes` with `family`");
-  const dst = readRouteDst(dstText, dstFamily);
+  const dst = readRouteDst(dstText, routeFamilyOf(entry));
   if (!dst) return reader.fail([...at, 'dst'], `'${dstText}' is not 'default' or a prefix`);
   const route = { dst, dev: typeof entry.dev === 'string' ? entry.dev : '', table: tableId(typeof entry.table === 'string' || typeof entry.table === 'number' ? entry.table : 'main'), type: type as RouteType };
   return via ? { ...route, via } : route;
