@@ -697,6 +697,32 @@ class RuleLowering {
     return true;
   }
 
+  /** Kept as xt (match-cluster.ts), after libxt_cluster.c's checks, which iptables-restore makes:
+   * 1 to 32 nodes, a local node among them or a mask of them, and a hash seed. */
+  cluster(m: IptablesMatch): boolean {
+    const number = (name: string): number | undefined => {
+      const value = m.options.find((o) => o.name === name)?.value;
+      return value?.type === 'number' ? value.n : undefined;
+    };
+    const total = number('cluster-total-nodes');
+    const node = number('cluster-local-node');
+    const mask = number('cluster-local-nodemask');
+    const problem =
+      total === undefined || total < 1 || total > 32
+        ? '--cluster-total-nodes must be from 1 to 32'
+        : node === undefined && mask === undefined
+          ? '--cluster-local-node or --cluster-local-nodemask must be given'
+          : node !== undefined && (node < 1 || node > total)
+            ? `--cluster-local-node must be from 1 to --cluster-total-nodes (${total})`
+            : mask !== undefined && mask >= 2 ** total
+              ? `--cluster-local-nodemask 0x${mask.toString(16)} is too big for ${total} nodes`
+              : number('cluster-hash-seed') === undefined
+                ? '--cluster-hash-seed must be given'
+                : undefined;
+    if (problem) this.diagnostics.push({ severity: 'error', code: 'bad-option', message: `cluster: ${problem}`, span: m.span });
+    return false;
+  }
+
   /** devgroup_xlate (libxt_devgroup.c): `iifgroup`, `oifgroup`, under a mask. xt_devgroup.c
    * tests `(group ^ value) & mask`, so the value's bits outside the mask do not count. */
   devgroup(m: IptablesMatch): boolean {
@@ -1256,6 +1282,7 @@ const MATCH_LOWERINGS: Readonly<Record<string, MatchLowering>> = {
   helper: p.helper,
   mac: p.mac,
   devgroup: p.devgroup,
+  cluster: p.cluster,
   frag: p.frag,
   ttl: p.ttl,
   hl: p.ttl,

@@ -5,9 +5,10 @@
 // kernel keeps the xt match, and so does nftsim.
 
 import type { XtExtensionStmt } from '../model/ast.js';
+import { IPS } from './conntrack-table.js';
 import { evaluateExpr } from './evaluate-expr.js';
 import { jhash } from './evaluate-special-expr.js';
-import { NotModelled, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, NotModelled, type SimContext } from './sim-context.js';
 
 /** No entry, no match (`!` or not). The hash is jhash of the connection's original source
  * address with the seed: an IPv4 address, or the first 32 bits of an IPv6 one (jhash2 over
@@ -22,6 +23,8 @@ export function matchCluster(stmt: XtExtensionStmt, ctx: SimContext): boolean {
   const node = stmt.options.find((o) => o.name === 'cluster-local-node' || o.name === 'cluster-local-nodemask');
   if (total === undefined || seed === undefined || node?.value.type !== 'number') throw new NotModelled('iptables match cluster without --cluster-total-nodes, a local node and --cluster-hash-seed');
   const mask = node.name === 'cluster-local-node' ? 1 << (node.value.n - 1) : node.value.n;
+  // An expected connection hashes its master's address (ct->master), which nftsim does not keep.
+  if (hasConntrackEntry(ctx) && (ctx.ct.status & IPS.expected) !== 0) throw new NotModelled('iptables match cluster of an expected connection (the kernel hashes its master)');
   const source = evaluateExpr({ kind: 'ct', span: stmt.span, key: 'saddr', dir: 'original' }, ctx);
   if (typeof source !== 'bigint') return false;
   const word = ctx.family === 'ip' ? source : source >> 96n;

@@ -362,6 +362,18 @@ describe('matches and targets', () => {
     expect(diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)).toEqual([message]);
   });
 
+  // libxt_cluster.c's checks, which iptables-restore 1.8.9 makes.
+  it.each([
+    ['--cluster-total-nodes 4 --cluster-local-node 5 --cluster-hash-seed 1', 'cluster: --cluster-local-node must be from 1 to --cluster-total-nodes (4)'],
+    ['--cluster-total-nodes 4 --cluster-local-node 0 --cluster-hash-seed 1', 'cluster: --cluster-local-node must be from 1 to --cluster-total-nodes (4)'],
+    ['--cluster-total-nodes 33 --cluster-local-node 1 --cluster-hash-seed 1', 'cluster: --cluster-total-nodes must be from 1 to 32'],
+    ['--cluster-total-nodes 4 --cluster-local-nodemask 0x10 --cluster-hash-seed 1', 'cluster: --cluster-local-nodemask 0x10 is too big for 4 nodes'],
+    ['--cluster-total-nodes 2 --cluster-local-node 1', 'cluster: --cluster-hash-seed must be given'],
+  ])('refuses -m cluster %s', (spec, message) => {
+    const { diagnostics } = lower(`*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m cluster ${spec}\nCOMMIT\n`);
+    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)).toEqual([message]);
+  });
+
   it('types the options of an xt extension', () => {
     const { ruleset } = lower('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m recent --rcheck --seconds 60 --name foo -j DROP\nCOMMIT\n');
     const stmt = chainOf(ruleset, 'filter', 'INPUT').rules[0]!.stmts[0]!;
