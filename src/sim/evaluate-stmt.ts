@@ -481,6 +481,7 @@ const XT_NOT_MODELLED: Readonly<Record<string, string>> = {
   string: 'iptables match string (the packet payload is not in the packet model)',
   bpf: 'iptables match bpf (a BPF program)',
   owner: 'iptables match owner (the socket owner of a locally generated packet)',
+  devgroup: 'iptables match devgroup by a group name of /etc/iproute2/group, which a capture does not include',
 };
 
 /** The xt matches iptables-nft keeps as xt expressions that nftsim gives their semantics. */

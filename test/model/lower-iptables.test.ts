@@ -152,6 +152,8 @@ describe('matches translated as nft lists them', () => {
     ['-m cpu ! --cpu 3', 'meta cpu != 3'],
     ['-m cgroup --cgroup 1', 'meta cgroup 1'],
     ['-m devgroup --src-group 0x2', 'iifgroup 2'],
+    // iptables-save prints group 0 by its name in Debian's /etc/iproute2/group.
+    ['-m devgroup --src-group default', 'iifgroup "default"'],
     ['-m devgroup ! --src-group 0x2 --dst-group 0xc/0xc', 'iifgroup != 2 oifgroup & 12 == 12'],
     // xt_devgroup.c tests (group ^ value) & mask: a value's bits outside the mask do not count.
     ['-m devgroup --src-group 0x13/0x3', 'iifgroup & 3 == 3'],
@@ -310,6 +312,8 @@ describe('matches and targets', () => {
     ['-m ah ! --ahlen 120', 'ah', true],
     ['-m frobnicate --wibble 3', 'frobnicate', true],
     ['-m tos --tos 0x10/0x3f', 'tos', false],
+    // Another group name is the node's /etc/iproute2/group's, not in a capture.
+    ['-m devgroup --src-group office', 'devgroup', true],
   ])('keeps %s as a typed xt extension', (spec, name, warned) => {
     const { ruleset, diagnostics } = lower(`*filter\n:INPUT ACCEPT [0:0]\n-A INPUT ${spec} -j DROP\nCOMMIT\n`);
     const stmt = chainOf(ruleset, 'filter', 'INPUT').rules[0]!.stmts[0]!;

@@ -16,6 +16,7 @@ export type ValueType =
   | 'port-list' // multiport: p[,p:q]…
   | 'names' // comma-separated keywords, checked against `allowed` when given
   | 'mark' // value[/mask]
+  | 'devgroup' // value[/mask], or a name of /etc/iproute2/group (`default` is 0)
   | 'tos' // value[/mask] or a name of RFC 1349 (libxtables XTTYPE_TOSMASK)
   | 'address' // address[/prefix or /netmask]
   | 'address-range' // from-to
@@ -177,7 +178,7 @@ const MATCHES: readonly ExtensionSpec[] = [
   defineExtension('realm', ['realm mark']),
   defineExtension('connlabel', ['label string', 'set flag']),
   defineExtension('cluster', ['cluster-total-nodes number', 'cluster-local-node number', 'cluster-local-nodemask number', 'cluster-hash-seed number']),
-  defineExtension('devgroup', ['src-group mark', 'dst-group mark']),
+  defineExtension('devgroup', ['src-group devgroup', 'dst-group devgroup']),
   defineExtension('cpu', ['cpu number']),
   defineExtension('nfacct', ['nfacct-name string']),
   defineExtension('ecn', ['ecn-tcp-cwr flag', 'ecn-tcp-ece flag', 'ecn-ip-ect number']),

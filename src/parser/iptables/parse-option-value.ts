@@ -359,6 +359,14 @@ export function parseOptionValue(spec: OptionSpec, args: readonly string[]): Par
       const m = parseMark(a);
       return isParseError(m) ? m : { type: 'mark', ...m };
     }
+    case 'devgroup': {
+      // iptables-save prints a group by its name in /etc/iproute2/group, which Debian's gives 0
+      // as `default`; other names are the node's, kept as written.
+      if (a === 'default') return { type: 'mark', value: 0 };
+      const m = parseMark(a);
+      if (!isParseError(m)) return { type: 'mark', ...m };
+      return /^[A-Za-z_][\w.-]*$/.test(a) ? { type: 'string', s: a } : m;
+    }
     case 'tos':
       return parseTos(a);
     case 'address': {
