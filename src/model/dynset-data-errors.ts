@@ -17,11 +17,12 @@ export function dynsetDataErrors(ruleset: Ruleset): Diagnostic[] {
       for (const rule of chain.rules) {
         for (const stmt of rule.stmts) {
           if (stmt.kind !== 'set-op' || !maps.has(stmt.set)) continue;
-          const message = maps.get(stmt.set)
-            ? `${stmt.op} @${stmt.set}: ${stmt.set} is a verdict map, which the kernel refuses to update from a rule (EOPNOTSUPP)`
-            : stmt.element.data === undefined
+          const message =
+            stmt.element.data === undefined
               ? `${stmt.op} @${stmt.set} needs data ({ key : data }): ${stmt.set} is a map, and the kernel refuses the rule without (EINVAL)`
-              : undefined;
+              : maps.get(stmt.set)
+                ? `${stmt.op} @${stmt.set}: ${stmt.set} is a verdict map, which the kernel refuses to update from a rule (EOPNOTSUPP)`
+                : undefined;
           if (message) errors.push({ severity: 'error', code: 'dynset-data', message, span: stmt.span });
         }
       }

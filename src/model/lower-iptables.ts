@@ -27,8 +27,9 @@ import { datatypeSymbols, readIptablesRejectWith, tcpOptionName, typeAgainst, ty
 import { recordChainsByName } from './chains-by-name.js';
 import { formatRule } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
-import { connmarkMasks, type AddressSpec, type NatRange } from './xt-option.js';
+import { connmarkMasks, optionNumber, U64_MAX, type AddressSpec, type NatRange } from './xt-option.js';
 import type { IptablesDumpSink } from '../parser/iptables/parse-iptables-save.js';
+import { FAMILY_TARGETS } from '../parser/iptables/iptables-extensions.js';
 import type {
   AddressMatch,
   IpFamily,
@@ -700,10 +701,7 @@ class RuleLowering {
   /** Kept as xt (match-cluster.ts), after libxt_cluster.c's checks, which iptables-restore makes:
    * 1 to 32 nodes, a local node among them or a mask of them, and a hash seed. */
   cluster(m: IptablesMatch): boolean {
-    const number = (name: string): number | undefined => {
-      const value = m.options.find((o) => o.name === name)?.value;
-      return value?.type === 'number' ? value.n : undefined;
-    };
+    const number = (name: string): number | undefined => optionNumber(m.options, name);
     const total = number('cluster-total-nodes');
     const node = number('cluster-local-node');
     const mask = number('cluster-local-nodemask');
@@ -996,7 +994,8 @@ class RuleLowering {
     // A chain the dump declares is a chain whatever its name (iptables-restore 1.8.5 and later
     // register those names as no target's), and a target of the other family only is none here
     // (iptables loads none by that name): `-j HL` in an iptables dump jumps to a chain HL.
-    const otherFamily = FAMILY_TARGETS[t.name] !== undefined && FAMILY_TARGETS[t.name] !== this.family;
+    const only = FAMILY_TARGETS[t.name];
+    const otherFamily = only !== undefined && only !== (this.family === 'ip' ? 'ipv4' : 'ipv6');
     const chain = t.type === 'extension' && (this.isUserChain(t.name) || otherFamily);
     if (chain && t.options.length > 0) {
       this.diagnostics.push({ severity: 'error', code: 'bad-option', message: `unknown option "${t.options[0]!.spelling}": ${t.name} is a chain here, not a target`, span: t.options[0]!.span });
@@ -1301,9 +1300,6 @@ const MATCH_LOWERINGS: Readonly<Record<string, MatchLowering>> = {
 // simulator rather than reported (their options are all typed by the parser).
 const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['cluster', 'connlabel', 'recent', 'set', 'physdev', 'socket', 'string', 'u32', 'bpf', 'conntrack', 'multiport', 'hashlimit', 'connlimit', 'policy', 'rpfilter', 'owner', 'tos']);
 
-// Targets of one family only (the ipt_ and ip6t_ extensions): elsewhere the name is a chain's.
-const FAMILY_TARGETS: Readonly<Record<string, 'ip' | 'ip6'>> = { TTL: 'ip', ECN: 'ip', CLUSTERIP: 'ip', HL: 'ip6', SNPT: 'ip6', DNPT: 'ip6' };
-
 // Targets kept as xt extensions whose effect the simulator gives (evaluate-stmt.ts
 // evaluateXtExtension): not reported either.
 const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'CHECKSUM', 'NETMAP', 'CONNMARK']);
@@ -1332,9 +1328,6 @@ const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
 
 // ---------------------------------------------------------------------------------------------
 // Values
-
-/** The largest 64-bit count: an open upper end (connbytes). */
-const U64_MAX = 2n ** 64n - 1n;
 
 /** `mark = (mark & ~mask) ^ value`: the kernel's xt_mark_tginfo2 / xt_connmark_tginfo1. */
 interface Xmark {

@@ -65,13 +65,18 @@ export type XtOptionValue =
   | { readonly type: 'ipset'; readonly set: string; readonly directions: readonly ('src' | 'dst')[] }
   | { readonly type: 'raw' };
 
+/** The largest 64-bit count: an open upper end of a 64-bit range (connbytes). */
+export const U64_MAX = 2n ** 64n - 1n;
+
+/** An option's number, undefined when it is absent or not a number. */
+export function optionNumber(options: readonly { readonly name: string; readonly value: XtOptionValue }[], name: string): number | undefined {
+  const value = options.find((o) => o.name === name)?.value;
+  return value?.type === 'number' ? value.n : undefined;
+}
+
 /** CONNMARK's masks (libxt_CONNMARK.c): `--mask` gives both, else `--nfmask` and `--ctmask`, each
  * all ones when absent. Read by the lowering and by the simulator of the forms it keeps as xt. */
 export function connmarkMasks(options: readonly { readonly name: string; readonly value: XtOptionValue }[]): { readonly nfmask: number; readonly ctmask: number } {
-  const number = (name: string): number | undefined => {
-    const value = options.find((o) => o.name === name)?.value;
-    return value?.type === 'number' ? value.n : undefined;
-  };
-  const shared = number('mask');
-  return { nfmask: shared ?? number('nfmask') ?? 0xffffffff, ctmask: shared ?? number('ctmask') ?? 0xffffffff };
+  const shared = optionNumber(options, 'mask');
+  return { nfmask: shared ?? optionNumber(options, 'nfmask') ?? 0xffffffff, ctmask: shared ?? optionNumber(options, 'ctmask') ?? 0xffffffff };
 }

@@ -16,7 +16,7 @@ import { nexthopOf } from './evaluate-special-expr.js';
 import { matchRecent } from './match-recent.js';
 import { matchConnlabel } from './match-connlabel.js';
 import { matchCluster } from './match-cluster.js';
-import { connmarkMasks } from '../model/xt-option.js';
+import { connmarkMasks, optionNumber } from '../model/xt-option.js';
 import { matchIpset, runSetTarget } from './match-ipset.js';
 import { isCtCountPassed, matchConnlimit } from './conn-count.js';
 import { matchHashlimit } from './match-hashlimit.js';
@@ -436,13 +436,9 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
     // save: ctmark = (ctmark & ~ctmask) ^ shifted(mark & nfmask); restore: mark = (mark &
     // ~nfmask) ^ shifted(ctmark & ctmask); `--mask` sets both masks. No conntrack entry: no
     // effect.
-    const number = (name: string): number | undefined => {
-      const value = option(name)?.value;
-      return value?.type === 'number' ? value.n : undefined;
-    };
     const { nfmask, ctmask } = connmarkMasks(stmt.options);
-    const left = number('left-shift-mark');
-    const right = number('right-shift-mark');
+    const left = optionNumber(stmt.options, 'left-shift-mark');
+    const right = optionNumber(stmt.options, 'right-shift-mark');
     const shifted = (v: number): number => (left !== undefined ? v << left : right !== undefined ? v >>> right : v) >>> 0;
     const ctMark = ctMarkOf(ctx);
     if (ctMark === undefined) return undefined;

@@ -8,18 +8,15 @@ import type { XtExtensionStmt } from '../model/ast.js';
 import { IPS } from './conntrack-table.js';
 import { evaluateExpr } from './evaluate-expr.js';
 import { jhash } from './evaluate-special-expr.js';
+import { optionNumber } from '../model/xt-option.js';
 import { hasConntrackEntry, NotModelled, type SimContext } from './sim-context.js';
 
 /** No entry, no match (`!` or not). The hash is jhash of the connection's original source
  * address with the seed: an IPv4 address, or the first 32 bits of an IPv6 one (jhash2 over
  * NF_CT_TUPLE_L3SIZE / sizeof(u32) words, which is 1), scaled to the number of nodes. */
 export function matchCluster(stmt: XtExtensionStmt, ctx: SimContext): boolean {
-  const number = (name: string): number | undefined => {
-    const value = stmt.options.find((o) => o.name === name)?.value;
-    return value?.type === 'number' ? value.n : undefined;
-  };
-  const total = number('cluster-total-nodes');
-  const seed = number('cluster-hash-seed');
+  const total = optionNumber(stmt.options, 'cluster-total-nodes');
+  const seed = optionNumber(stmt.options, 'cluster-hash-seed');
   const node = stmt.options.find((o) => o.name === 'cluster-local-node' || o.name === 'cluster-local-nodemask');
   if (total === undefined || seed === undefined || node?.value.type !== 'number') throw new NotModelled('iptables match cluster without --cluster-total-nodes, a local node and --cluster-hash-seed');
   const mask = node.name === 'cluster-local-node' ? 1 << (node.value.n - 1) : node.value.n;

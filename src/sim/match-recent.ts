@@ -65,10 +65,13 @@ function listName(stmt: XtExtensionStmt): string {
 }
 
 /** The mask of each list: the first rule naming it, in load order, makes it with its own
- * `--mask` (recent_mt_check: libxt_recent's default is all ones of the rule's family), and every
+ * `--mask` (recent_mt_check; libxt_recent's default is all 16 bytes ones, whatever the family),
+ * and every
  * rule of that name, of either family, masks with the list's (recent_mt). The lists a node had
  * before its rules were loaded are not in a capture: a fresh load is what nftsim models. */
 const MASKS = new WeakMap<HookIndex, ReadonlyMap<string, Address>>();
+
+const ALL_ONES: Address = { family: 'ip6', n: (1n << 128n) - 1n };
 
 function listMasks(index: HookIndex): ReadonlyMap<string, Address> {
   let masks = MASKS.get(index);
@@ -83,7 +86,7 @@ function listMasks(index: HookIndex): ReadonlyMap<string, Address> {
           if (stmt.kind !== 'xt-extension' || stmt.name !== 'recent' || made.has(listName(stmt))) continue;
           const given = stmt.options.find((o) => o.name === 'mask')?.value;
           const mask = given?.type === 'address' ? parseAddress(given.address.address) : undefined;
-          made.set(listName(stmt), mask ?? { family: table.family, n: table.family === 'ip' ? 0xffffffffn : (1n << 128n) - 1n });
+          made.set(listName(stmt), mask ?? ALL_ONES);
         }
       }
     }

@@ -17,6 +17,7 @@ const ROWS: readonly { rule: string; error?: string }[] = [
   { rule: 'delete @n { ip saddr : 0x1 }' },
   { rule: 'add @d { ip saddr }' },
   { rule: 'add @v { ip saddr : accept }', error: 'add @v: v is a verdict map, which the kernel refuses to update from a rule (EOPNOTSUPP)' },
+  { rule: 'delete @v { ip saddr }', error: 'delete @v needs data ({ key : data }): v is a map, and the kernel refuses the rule without (EINVAL)' },
 ];
 
 describe('dynsets of a map without data', () => {

@@ -173,6 +173,9 @@ describe('matches translated as nft lists them', () => {
     // Counts are 64-bit: an open end is the largest, and ends past 32 bits are read.
     ['-m connbytes ! --connbytes 10: --connbytes-mode bytes --connbytes-dir both', 'ct bytes < 10'],
     ['-m connbytes --connbytes 0:5000000000 --connbytes-mode bytes --connbytes-dir both', 'ct bytes 0-5000000000'],
+    // Read as strtoull base 0: hex, and octal after a leading 0.
+    ['-m connbytes --connbytes 0x10: --connbytes-mode bytes --connbytes-dir both', 'ct bytes >= 16'],
+    ['-m connbytes --connbytes 010:020 --connbytes-mode packets --connbytes-dir both', 'ct packets 8-16'],
     ['-m quota --quota 1000', 'quota 1000 bytes'],
     ['-m quota ! --quota 0', 'quota over 0 bytes'],
     ['-p tcp -m ecn --ecn-tcp-ece --ecn-tcp-cwr --ecn-ip-ect 2', 'meta l4proto tcp tcp flags ecn tcp flags cwr ip ecn ect0'],

@@ -45,6 +45,10 @@ export interface ExtensionSpec {
   readonly options: ReadonlyMap<string, OptionSpec>;
 }
 
+/** Targets of one family only (the ipt_ and ip6t_ extensions): elsewhere the name is a chain's,
+ * and one given options says which family a dump is. */
+export const FAMILY_TARGETS: Readonly<Record<string, 'ipv4' | 'ipv6'>> = { TTL: 'ipv4', ECN: 'ipv4', CLUSTERIP: 'ipv4', HL: 'ipv6', SNPT: 'ipv6', DNPT: 'ipv6' };
+
 /** `'dport|destination-port port-range'`: names separated by `|`, then the value type. */
 function defineExtension(name: string, entries: readonly string[], allowed: Record<string, readonly string[]> = {}): ExtensionSpec {
   const options = new Map<string, OptionSpec>();

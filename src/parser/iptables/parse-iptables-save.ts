@@ -42,7 +42,7 @@ import {
   type LineCst,
   type TableLineCst,
 } from './iptables-grammar.js';
-import { IMPLICIT_PROTOCOL_MATCHES, MATCH_EXTENSIONS, TARGET_EXTENSIONS, VERDICTS, type ExtensionSpec, type OptionSpec } from './iptables-extensions.js';
+import { FAMILY_TARGETS, IMPLICIT_PROTOCOL_MATCHES, MATCH_EXTENSIONS, TARGET_EXTENSIONS, VERDICTS, type ExtensionSpec, type OptionSpec } from './iptables-extensions.js';
 import { argumentCount, isParseError, parseAddress, parseOptionValue, parseUnsigned, protocolNumber } from './parse-option-value.js';
 
 export interface IptablesParseOptions extends ParseOptions {
@@ -281,6 +281,13 @@ class DumpReader {
   noteAddress(address: AddressSpec): void {
     if (address.type === 'ipv4') this.seen.ipv4 = true;
     else if (address.type === 'ipv6') this.seen.ipv6 = true;
+  }
+
+  /** A target of one family given options (`-j HL --hl-set 1`) says the dump's family as an
+   * address does: the other family's iptables would refuse it. */
+  noteTarget(name: string, options: number): void {
+    const family = options > 0 ? FAMILY_TARGETS[name] : undefined;
+    if (family !== undefined) this.seen[family] = true;
   }
 
   private readLine(line: string): void {
@@ -1009,6 +1016,7 @@ class CommandReader {
 
   private buildTarget(t: Extension): IptablesTarget {
     const span = this.extensionSpan(t);
+    this.r.noteTarget(t.name, t.options.length);
     const type: IptablesTarget['type'] = VERDICTS.has(t.name) ? 'verdict' : t.spec !== undefined ? 'extension' : t.options.length > 0 ? 'unknown' : 'chain';
     if (type === 'unknown') {
       this.r.report('warning', 'unsupported', `target "${t.name}" is not known to nftsim; kept with its options as written`, span);

@@ -1,7 +1,7 @@
 // Typing of option arguments: from the spelling iptables accepts to the meaning the lowering and
 // the simulator use. A parse failure is a message (reported on the argument), never a throw.
 
-import type { AddressSpec, NatRange, NumberRange, RateUnit, XtOptionValue } from '../../model/xt-option.js';
+import { U64_MAX, type AddressSpec, type NatRange, type NumberRange, type RateUnit, type XtOptionValue } from '../../model/xt-option.js';
 import { datatypeSymbols } from '../../model/datatypes.js';
 import type { OptionSpec } from './iptables-extensions.js';
 
@@ -303,12 +303,15 @@ function parseNames(text: string, allowed: readonly string[] | undefined): Parse
   return { type: 'names', names: canonical };
 }
 
-const U64_MAX = 2n ** 64n - 1n;
-
-/** `n`, `n:m`, `:m` (from 0), `n:` (to the largest count), as XTTYPE_UINT64RC reads them;
- * iptables refuses the ends out of order ("3 should be less than 2"). */
+/** `n`, `n:m`, `:m` (from 0), `n:` (to the largest count), as XTTYPE_UINT64RC reads them (each
+ * end as strtoull base 0 does: `0x` hex, a leading 0 octal); iptables refuses the ends out of
+ * order ("3 should be less than 2"). */
 function parseU64Range(text: string): Parsed<XtOptionValue> {
-  const read = (s: string, open: bigint): bigint | undefined => (s === '' ? open : /^\d+$/.test(s) && BigInt(s) <= U64_MAX ? BigInt(s) : undefined);
+  const read = (s: string, open: bigint): bigint | undefined => {
+    if (s === '') return open;
+    const n = /^0x[0-9a-f]+$/i.test(s) ? BigInt(s) : /^0[0-7]+$/.test(s) ? BigInt(`0o${s.slice(1)}`) : /^\d+$/.test(s) ? BigInt(s) : undefined;
+    return n !== undefined && n <= U64_MAX ? n : undefined;
+  };
   const colon = text.indexOf(':');
   const from = read(colon < 0 ? text : text.slice(0, colon), colon < 0 ? -1n : 0n);
   const to = colon < 0 ? undefined : read(text.slice(colon + 1), U64_MAX);
