@@ -1302,7 +1302,7 @@ const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['cluster', 'connlabel', '
 
 // Targets kept as xt extensions whose effect the simulator gives (evaluate-stmt.ts
 // evaluateXtExtension): not reported either.
-const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'CHECKSUM', 'NETMAP', 'CONNMARK']);
+const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'ECN', 'CHECKSUM', 'NETMAP', 'CONNMARK']);
 
 const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
   REJECT: p.reject,

@@ -21,7 +21,7 @@ import { matchIpset, runSetTarget } from './match-ipset.js';
 import { isCtCountPassed, matchConnlimit } from './conn-count.js';
 import { matchHashlimit } from './match-hashlimit.js';
 import { matchU32 } from './match-u32.js';
-import { matchTos, setTos } from './xt-tos.js';
+import { matchTos, setEcn, setTos } from './xt-tos.js';
 import { runNetmapTarget } from './xt-netmap.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
@@ -429,6 +429,10 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
   }
   if (stmt.name === 'TOS') {
     setTos(stmt, ctx);
+    return undefined;
+  }
+  if (stmt.name === 'ECN') {
+    setEcn(stmt, ctx);
     return undefined;
   }
   if (stmt.name === 'CONNMARK' && (option('save-mark') || option('restore-mark'))) {

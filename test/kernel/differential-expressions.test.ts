@@ -1143,7 +1143,10 @@ const XT_FEATURES: readonly XtCase[] = [
   { name: 'xt NFQUEUE: without a listener', open: 'nftsim queued; the kernel, with no listener, drops', dump: xtTableDump('filter', ['FORWARD -j NFQUEUE --queue-num 5']), packet: SYN },
   // Targets nftsim does not lower.
   { name: 'xt TCPOPTSTRIP: strips the MSS option', open: 'not modelled: iptables target TCPOPTSTRIP (kernel: the MSS option becomes NOPs)', dump: xtMangle('-p tcp -j TCPOPTSTRIP --strip-options mss', '-p tcp -m tcpmss --mss 1460'), packet: SYN_MSS },
-  { name: 'xt ECN: --ecn-tcp-remove', open: 'not modelled: iptables target ECN (kernel: ECE and CWR cleared)', dump: xtMangle('-p tcp -j ECN --ecn-tcp-remove', '-p tcp -m ecn ! --ecn-tcp-ece ! --ecn-tcp-cwr'), packet: SYN_ECN },
+  { name: 'xt ECN: --ecn-tcp-remove', dump: xtMangle('-p tcp -j ECN --ecn-tcp-remove', '-p tcp -m ecn ! --ecn-tcp-ece ! --ecn-tcp-cwr'), packet: SYN_ECN },
+  { name: 'xt ECN: --ecn-ip-ect 1', dump: xtMangle('-j ECN --ecn-ip-ect 1', '-m ecn --ecn-ip-ect 1'), packet: SYN },
+  { name: 'xt ECN: --ecn-tcp-cwr 1', dump: xtMangle('-p tcp -j ECN --ecn-tcp-cwr 1', '-p tcp -m ecn --ecn-tcp-cwr'), packet: SYN },
+  { name: 'xt ECN: --ecn-tcp-ece 0 of a SYN with ECE', dump: xtMangle('-p tcp -j ECN --ecn-tcp-ece 0', '-p tcp -m ecn ! --ecn-tcp-ece'), packet: SYN_ECN },
   { name: 'xt HMARK: sets a mark in its range', open: 'not modelled: iptables target HMARK (kernel: mark 0x100)', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple src --hmark-mod 1 --hmark-rnd 0x1 --hmark-offset 0x100'], '-m mark --mark 0x100'), packet: SYN },
 ];
 

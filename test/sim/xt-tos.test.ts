@@ -93,3 +93,15 @@ describe("nft's listing of the TOS target", () => {
     expect(outcome.trace.filter((e) => e.kind === 'unsupported').map((e) => e.reason)).toEqual([expect.stringContaining(assumed)]);
   });
 });
+
+// ipt_ECN.c ecn_tg: the header's ECN field, and the TCP flags ECE and CWR of a TCP packet
+// (kernel rows "xt ECN: …").
+describe('the ECN target', () => {
+  it.each([
+    ['--ecn-ip-ect 1 sets the ECN field', ['-j ECN --ecn-ip-ect 1', mark(1, '-m ecn --ecn-ip-ect 1')], {}, '0x00000001'],
+    ['--ecn-tcp-cwr 1 sets CWR', ['-p tcp -j ECN --ecn-tcp-cwr 1', mark(1, '-p tcp -m ecn --ecn-tcp-cwr')], {}, '0x00000001'],
+    ['--ecn-tcp-remove clears ECE and CWR', ['-p tcp -j ECN --ecn-tcp-remove', mark(1, '-p tcp -m ecn ! --ecn-tcp-ece ! --ecn-tcp-cwr')], { tcpFlags: 'syn,ecn,cwr' }, '0x00000001'],
+  ])('%s', (_name, rules, fields, expected) => {
+    expect(marked(rules, { ...V4, ...fields } as typeof V4)).toBe(expected);
+  });
+});

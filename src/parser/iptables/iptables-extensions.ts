@@ -244,6 +244,7 @@ const TARGETS: readonly ExtensionSpec[] = [
   defineExtension('CLASSIFY', ['set-class string']),
   defineExtension('DSCP', ['set-dscp number', 'set-dscp-class string']),
   defineExtension('TOS', ['set-tos tos', 'and-tos number', 'or-tos number', 'xor-tos number']),
+  defineExtension('ECN', ['ecn-tcp-remove flag', 'ecn-tcp-ece number', 'ecn-tcp-cwr number', 'ecn-ip-ect number']),
   defineExtension('TTL', ['ttl-set number', 'ttl-dec number', 'ttl-inc number']),
   defineExtension('HL', ['hl-set number', 'hl-dec number', 'hl-inc number']),
   defineExtension('SECMARK', ['selctx string']),
