@@ -1163,6 +1163,17 @@ class RuleLowering {
     return true;
   }
 
+  /** Kept as xt (xt-tos.ts setEcn), after ipt_ECN.c ecn_tg_check's checks: the TCP flags only in
+   * a rule of `-p tcp`, an ECN field of 0 to 3. */
+  ecnTarget(t: IptablesTarget): boolean {
+    const tcpFlags = t.options.some((o) => o.name === 'ecn-tcp-remove' || o.name === 'ecn-tcp-ece' || o.name === 'ecn-tcp-cwr');
+    const protocol = this.rule.protocol;
+    const ect = optionNumber(t.options, 'ecn-ip-ect');
+    const problem = tcpFlags && (protocol?.number !== 6 || protocol.negated) ? 'its TCP flag options need -p tcp' : ect !== undefined && ect > 3 ? '--ecn-ip-ect must be from 0 to 3' : undefined;
+    if (problem) this.diagnostics.push({ severity: 'error', code: 'bad-option', message: `ECN: ${problem} (the kernel refuses the rule)`, span: t.span });
+    return false;
+  }
+
   tproxy(t: IptablesTarget): boolean {
     const get = (name: string) => t.options.find((o) => o.name === name);
     const port = get('on-port')?.value;
@@ -1324,6 +1335,7 @@ const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
   AUDIT: p.audit,
   CLASSIFY: p.classify,
   TEE: p.tee,
+  ECN: p.ecnTarget,
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -2,11 +2,11 @@
 // (kernel-differential tests, issue 4), IPv4 (iptables-nft-restore) or IPv6
 // (ip6tables-nft-restore): the raw, mangle, nat and filter tables, their built-in chains and one
 // user chain each, with the matches and targets nftsim lowers (mark, connmark, conntrack,
-// addrtype, multiport, tcpmss, helper, connbytes, ecn, statistic, comment, iprange, pkttype,
-// length, ttl / hl, dscp, tos, owner, u32; MARK --set-xmark and friends, CONNMARK save/restore
-// with masks and shifts, LOG, DSCP, TOS, CLASSIFY, TCPMSS, REJECT, DNAT/SNAT with ranges,
-// NETMAP, MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK, which raw runs before
-// conntrack).
+// addrtype, multiport, tcpmss, helper, connbytes, ecn, cluster, connlabel, devgroup, statistic,
+// comment, iprange, pkttype, length, ttl / hl, dscp, tos, owner, u32; MARK --set-xmark and
+// friends, CONNMARK save/restore with masks and shifts, LOG, DSCP, TOS, ECN, CLASSIFY, TCPMSS,
+// REJECT, DNAT/SNAT with ranges, NETMAP, MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK,
+// which raw runs before conntrack).
 import fc from 'fast-check';
 import type { Hook } from './arbitrary-nft-rule.js';
 import { ADDRESSES, withPort, type AddressFamily } from './generated-host.js';
@@ -81,6 +81,11 @@ function match(af: AddressFamily): fc.Arbitrary<IptPart> {
       .constantFrom('--connbytes 2 --connbytes-mode packets --connbytes-dir original', '! --connbytes 2 --connbytes-mode packets --connbytes-dir both', '--connbytes 1:1 --connbytes-mode packets --connbytes-dir reply', '--connbytes 100 --connbytes-mode bytes --connbytes-dir both', '--connbytes 0:30 --connbytes-mode avgpkt --connbytes-dir both')
       .map((t) => ({ text: `-m connbytes ${t}` })),
     fc.constantFrom('--ecn-ip-ect 0', '! --ecn-ip-ect 2').map((t) => ({ text: `-m ecn ${t}` })),
+    // The node of a cluster by the hash of the original source; a connection's label, which the
+    // match sets with --set (the negation's answer without an entry); the default interface group.
+    fc.constantFrom('--cluster-local-node 1', '--cluster-local-node 2', '! --cluster-local-nodemask 1').map((t) => ({ text: `-m cluster --cluster-total-nodes 2 ${t} --cluster-hash-seed 0xdeadbeef` })),
+    fc.constantFrom('--label 5 --set', '--label 5', '! --label 6').map((t) => ({ text: `-m connlabel ${t}` })),
+    fc.constant({ text: '-m devgroup --src-group 0x0', hooks: IN_HOOKS }),
     // No connection has a master (no expectations): the match gives its inversion.
     fc.constantFrom('--helper ftp', '! --helper ftp').map((t) => ({ text: `-m helper ${t}` })),
     // The type the input interface's table gives (fib daddr . iif type): only where there is one.
@@ -202,6 +207,8 @@ function tableTargets(af: AddressFamily, table: IptTable): readonly IptPart[] {
         // The TTL (hop limit) the routing decision and later tests read: a forwarded packet at 1
         // is dropped.
         ...(af === 'ip' ? ['TTL --ttl-set 1', 'TTL --ttl-dec 1', 'TTL --ttl-inc 1'] : ['HL --hl-set 1', 'HL --hl-dec 1', 'HL --hl-inc 1']).map((t) => ({ text: `-j ${t}` })),
+        // ECN (IPv4 only): the ECN field, and the congestion flags of a TCP packet.
+        ...(af === 'ip' ? [{ text: '-j ECN --ecn-ip-ect 1' }, { text: '-j ECN --ecn-tcp-remove', needs: 'tcp' as const }, { text: '-j ECN --ecn-tcp-cwr 1', needs: 'tcp' as const }] : []),
       ];
     case 'filter':
       return [

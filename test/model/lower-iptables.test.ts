@@ -369,6 +369,16 @@ describe('matches and targets', () => {
     expect(diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)).toEqual([message]);
   });
 
+  // ipt_ECN.c ecn_tg_check: the TCP flags only with -p tcp (RULE_APPEND failed, EINVAL).
+  it.each([
+    ['-j ECN --ecn-tcp-remove', 'ECN: its TCP flag options need -p tcp (the kernel refuses the rule)'],
+    ['-p udp -j ECN --ecn-tcp-cwr 1', 'ECN: its TCP flag options need -p tcp (the kernel refuses the rule)'],
+    ['-j ECN --ecn-ip-ect 4', 'ECN: --ecn-ip-ect must be from 0 to 3 (the kernel refuses the rule)'],
+  ])('refuses %s', (spec, message) => {
+    const { diagnostics } = lower(`*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING ${spec}\nCOMMIT\n`);
+    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)).toEqual([message]);
+  });
+
   // libxt_cluster.c's checks, which iptables-restore 1.8.9 makes.
   it.each([
     ['--cluster-total-nodes 4 --cluster-local-node 5 --cluster-hash-seed 1', 'cluster: --cluster-local-node must be from 1 to --cluster-total-nodes (4)'],
