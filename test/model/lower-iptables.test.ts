@@ -324,16 +324,6 @@ describe('matches and targets', () => {
     expect(diagnostics.some((d) => d.code === 'unsupported' && d.span?.line === 3)).toBe(warned);
   });
 
-  // iptables-nft-restore 1.8.9: 'statistic: option "--every" also requires "--packet"', 'the
-  // --packet p must be 0 <= p <= n-1'.
-  it.each([
-    ['-m statistic --mode nth --every 2', 'statistic: --every also requires --packet', 34],
-    ['-m statistic --mode nth --every 2 --packet 2', 'statistic: --packet 2 must be from 0 to --every minus 1 (1)', 44],
-  ])('refuses %s as iptables does', (spec, message, column) => {
-    const { diagnostics } = lower(`*filter\n:INPUT ACCEPT [0:0]\n-A INPUT ${spec} -j DROP\nCOMMIT\n`);
-    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => [d.message, d.span?.column])).toEqual([[message, column]]);
-  });
-
   // iptables loads no target of the other family: `-j HL` in an IPv4 dump is a jump (kernel flow
   // row "xt flow: a user chain named HL …").
   it.each([
@@ -361,34 +351,25 @@ describe('matches and targets', () => {
     expect(formatRule(chainOf(ruleset, 'filter', 'INPUT').rules[0]!)).toBe('counter packets 0 bytes 0 jump TTL');
   });
 
+  // What iptables-nft-restore 1.8.9 refuses, and nftsim with it: libxt_statistic ('option
+  // "--every" also requires "--packet"'), the options of a name read as a chain ('unknown
+  // option'), ipt_ECN.c ecn_tg_check (RULE_APPEND failed, EINVAL), libxt_cluster.c's checks.
   it.each([
-    ['a declared chain named like a target', ':TTL - [0:0]\n-A INPUT -j TTL --ttl-set 5', 'unknown option "--ttl-set": TTL is a chain here, not a target'],
-    ["the other family's target", '-A INPUT -j HL --hl-set 5', 'unknown option "--hl-set": HL is a chain here, not a target'],
-  ])('refuses options after %s', (_, lines, message) => {
-    const { diagnostics } = lower(`*filter\n:INPUT ACCEPT [0:0]\n${lines}\nCOMMIT\n`, 'ip');
-    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)).toEqual([message]);
-  });
-
-  // ipt_ECN.c ecn_tg_check: the TCP flags only with -p tcp (RULE_APPEND failed, EINVAL).
-  it.each([
-    ['-j ECN --ecn-tcp-remove', 'ECN: its TCP flag options need -p tcp (the kernel refuses the rule)'],
-    ['-p udp -j ECN --ecn-tcp-cwr 1', 'ECN: its TCP flag options need -p tcp (the kernel refuses the rule)'],
-    ['-j ECN --ecn-ip-ect 4', 'ECN: --ecn-ip-ect must be from 0 to 3 (the kernel refuses the rule)'],
-  ])('refuses %s', (spec, message) => {
-    const { diagnostics } = lower(`*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING ${spec}\nCOMMIT\n`);
-    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)).toEqual([message]);
-  });
-
-  // libxt_cluster.c's checks, which iptables-restore 1.8.9 makes.
-  it.each([
-    ['--cluster-total-nodes 4 --cluster-local-node 5 --cluster-hash-seed 1', 'cluster: --cluster-local-node must be from 1 to --cluster-total-nodes (4)'],
-    ['--cluster-total-nodes 4 --cluster-local-node 0 --cluster-hash-seed 1', 'cluster: --cluster-local-node must be from 1 to --cluster-total-nodes (4)'],
-    ['--cluster-total-nodes 33 --cluster-local-node 1 --cluster-hash-seed 1', 'cluster: --cluster-total-nodes must be from 1 to 32'],
-    ['--cluster-total-nodes 4 --cluster-local-nodemask 0x10 --cluster-hash-seed 1', 'cluster: --cluster-local-nodemask 0x10 is too big for 4 nodes'],
-    ['--cluster-total-nodes 2 --cluster-local-node 1', 'cluster: --cluster-hash-seed must be given'],
-  ])('refuses -m cluster %s', (spec, message) => {
-    const { diagnostics } = lower(`*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -m cluster ${spec}\nCOMMIT\n`);
-    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)).toEqual([message]);
+    ['*filter', '-A INPUT -m statistic --mode nth --every 2', 'statistic: --every also requires --packet', 34],
+    ['*filter', '-A INPUT -m statistic --mode nth --every 2 --packet 2', 'statistic: --packet 2 must be from 0 to --every minus 1 (1)', 44],
+    ['*filter', ':TTL - [0:0]\n-A INPUT -j TTL --ttl-set 5', 'unknown option "--ttl-set": TTL is a chain here, not a target', 17],
+    ['*filter', '-A INPUT -j HL --hl-set 5', 'unknown option "--hl-set": HL is a chain here, not a target', 16],
+    ['*mangle', '-A INPUT -j ECN --ecn-tcp-remove', 'ECN: its TCP flag options need -p tcp (the kernel refuses the rule)', 10],
+    ['*mangle', '-A INPUT -p udp -j ECN --ecn-tcp-cwr 1', 'ECN: its TCP flag options need -p tcp (the kernel refuses the rule)', 17],
+    ['*mangle', '-A INPUT -j ECN --ecn-ip-ect 4', 'ECN: --ecn-ip-ect must be from 0 to 3 (the kernel refuses the rule)', 10],
+    ['*mangle', '-A INPUT -m cluster --cluster-total-nodes 4 --cluster-local-node 5 --cluster-hash-seed 1', 'cluster: --cluster-local-node must be from 1 to --cluster-total-nodes (4)', 10],
+    ['*mangle', '-A INPUT -m cluster --cluster-total-nodes 4 --cluster-local-node 0 --cluster-hash-seed 1', 'cluster: --cluster-local-node must be from 1 to --cluster-total-nodes (4)', 10],
+    ['*mangle', '-A INPUT -m cluster --cluster-total-nodes 33 --cluster-local-node 1 --cluster-hash-seed 1', 'cluster: --cluster-total-nodes must be from 1 to 32', 10],
+    ['*mangle', '-A INPUT -m cluster --cluster-total-nodes 4 --cluster-local-nodemask 0x10 --cluster-hash-seed 1', 'cluster: --cluster-local-nodemask 0x10 is too big for 4 nodes', 10],
+    ['*mangle', '-A INPUT -m cluster --cluster-total-nodes 2 --cluster-local-node 1', 'cluster: --cluster-hash-seed must be given', 10],
+  ])('%s: refuses %s', (table, lines, message, column) => {
+    const { diagnostics } = lower(`${table}\n:INPUT ACCEPT [0:0]\n${lines}\nCOMMIT\n`, 'ip');
+    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => [d.message, d.span?.column])).toEqual([[message, column]]);
   });
 
   it('types the options of an xt extension', () => {
