@@ -26,36 +26,53 @@ function listKey(name: string): object {
 /** recent_mt: `--set` records the address and matches; `--rcheck` matches when the address is
  * in the list (with at least `--hitcount` hits), `--update` also records a hit, `--remove`
  * matches and forgets it. A `!` on the mode inverts the result. The simulation has no clock:
- * every packet of a run counts as within `--seconds` of the earlier ones. */
+ * every packet of a run counts as within `--seconds` of the earlier ones. An entry keeps the TTL
+ * of the packet that set or updated it last, and `--rttl` finds an entry only of the packet's. */
 export function matchRecent(stmt: XtExtensionStmt, ctx: SimContext): boolean {
   const option = (name: string) => stmt.options.find((o) => o.name === name);
-  if (option('rttl')) throw new NotModelled('iptables match recent --rttl (the TTL of earlier packets)');
   const mode = ['set', 'rcheck', 'update', 'remove'].map(option).find((o) => o !== undefined);
   if (!mode) throw new NotModelled('iptables match recent without --set, --rcheck, --update or --remove');
   const name = listName(stmt);
   const key = listKey(name);
+  const ttlKey = listKey(`${name} ttl`);
   const address = option('rdest') ? ctx.pkt.dst : ctx.pkt.src;
   const entry = `${address.family} ${masked(address, listMasks(ctx.index).get(name))}`;
   const hits = (ctx.dynamicSets.get(key) ?? []) as string[];
-  const count = hits.reduce((n, h) => (h === entry ? n + 1 : n), 0);
+  const ttls = (ctx.dynamicSets.get(ttlKey)?.[0] as Readonly<Record<string, number>> | undefined) ?? {};
+  const ttl = seenTtl(ctx);
+  // recent_entry_lookup: with --rttl, an entry of another TTL is none (a TTL of 0 is any).
+  const other = option('rttl') !== undefined && ttl !== 0 && ttls[entry] !== undefined && ttls[entry] !== 0 && ttls[entry] !== ttl;
+  const count = other ? 0 : hits.reduce((n, h) => (h === entry ? n + 1 : n), 0);
   const hitcount = option('hitcount')?.value;
+  const record = (): void => {
+    ctx.dynamicSets.set(key, [...hits, entry]);
+    ctx.dynamicSets.set(ttlKey, [{ ...ttls, [entry]: ttl }]);
+  };
   let matched: boolean;
   switch (mode.name) {
     case 'set':
-      ctx.dynamicSets.set(key, [...hits, entry]);
+      if (other) throw new NotModelled('iptables match recent --set --rttl of an address listed with another TTL (the kernel adds a second entry)');
+      record();
       matched = true;
       break;
     case 'rcheck':
     case 'update':
       matched = count > 0 && count >= (hitcount?.type === 'number' ? hitcount.n : 0);
       // A hit is recorded for a known address when the result, `!` applied, is a match.
-      if (mode.name === 'update' && count > 0 && matched !== mode.negated) ctx.dynamicSets.set(key, [...hits, entry]);
+      if (mode.name === 'update' && count > 0 && matched !== mode.negated) record();
       break;
     default:
       matched = count > 0;
       if (matched) ctx.dynamicSets.set(key, hits.filter((h) => h !== entry));
   }
   return matched !== mode.negated;
+}
+
+/** The packet's TTL (hop limit) as recent_mt reads it: as it was before forwarding, one more
+ * after the routing decision lowered it, for a packet leaving without a socket (forwarded). */
+function seenTtl(ctx: SimContext): number {
+  const leaving = ctx.hook === 'forward' || ctx.hook === 'output' || ctx.hook === 'postrouting';
+  return (ctx.pkt.ttl + (leaving && ctx.iif !== undefined ? 1 : 0)) & 0xff;
 }
 
 /** A rule's list name: `--name`, else xt_recent's default ("DEFAULT"). */

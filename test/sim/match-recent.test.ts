@@ -40,6 +40,10 @@ describe('iptables match recent', () => {
     // recent_mt_check makes the list with the mask of the first rule naming it; the others mask
     // with the list's (kernel flow rows "xt flow: recent rules of one name with different masks").
     ['the first rule of a name gives the list its mask: /24', ['-m recent --set --name N --mask 255.255.255.0', '-m recent --rcheck --name N --mask 255.255.255.255 -j MARK --set-xmark 0x1/0x1'], [CLIENT, OTHER], ['0x00000001', '0x00000001']],
+    // recent_entry_lookup with --rttl finds an entry only of the packet's TTL, the one the last
+    // --set or --update saw (kernel flow row "xt flow: recent --rttl …").
+    ['--rttl: a packet of the TTL --set saw', ['-m recent --rcheck --rttl --name T -j MARK --set-xmark 0x1/0x1', '-m recent --set --name T'], [CLIENT, CLIENT], ['0x00000000', '0x00000001']],
+    ['--rttl: a packet of another TTL', ['-m recent --rcheck --rttl --name T -j MARK --set-xmark 0x1/0x1', '-m recent --rcheck --name T -j MARK --set-xmark 0x2/0x2', '-p udp --dport 53 -m recent --set --name T'], [CLIENT, { ...CLIENT, dport: 54, ttl: 50 }], ['0x00000000', '0x00000002']],
     ['the first rule of a name gives the list its mask: /32', ['-m recent --rcheck --name N --mask 255.255.255.255 -j MARK --set-xmark 0x1/0x1', '-m recent --set --name N --mask 255.255.255.0'], [CLIENT, CLIENT], ['0x00000000', '0x00000001']],
   ])('%s', (_, rules, packets, expected) => {
     expect(marks(rules, packets)).toEqual(expected);
