@@ -157,6 +157,7 @@ class TableState {
    * worked out here once, without comparing characters (in a kube-proxy dump each spelling of a
    * name is a slice of the input, far from the others and cold by the time a packet jumps). */
   private readonly chainName = (name: string): string => this.chains.get(name)?.name ?? name;
+  private readonly isUserChain = (name: string): boolean => this.chains.get(name)?.builtin === false;
 
   declare(decl: IptablesChainDecl): void {
     const builtin = iptablesNftChain(this.name, decl.name) !== undefined;
@@ -212,7 +213,7 @@ class TableState {
           this.deleteRule(chain, command);
           return;
         }
-        const rules = command.rule ? lowerRule(command.rule, this.family, span, this.diagnostics, this.chainName, (name) => this.chains.get(name)?.builtin === false) : [];
+        const rules = command.rule ? lowerRule(command.rule, this.family, span, this.diagnostics, this.chainName, this.isUserChain) : [];
         const index = (command.position ?? (command.op === 'append' ? chain.rules.length + 1 : 1)) - 1;
         if (command.op === 'append') chain.rules.push(...rules);
         else if (index < 0 || index > chain.rules.length - (command.op === 'replace' ? 1 : 0)) {

@@ -35,19 +35,28 @@ const NAMED_WIDTHS: Readonly<Record<string, number>> = {
   icmp_type: 8, icmp_code: 8, icmpv6_type: 8, icmpv6_code: 8, ct_state: 32, ct_status: 32, pkt_type: 8, nf_proto: 8,
 };
 
-function checkFits(expr: Expr, named: Datatype | undefined, errors: Diagnostic[]): void {
-  if (!named) return;
-  const type = named.bits === 0 && NAMED_WIDTHS[named.name] !== undefined ? { ...named, bits: NAMED_WIDTHS[named.name]! } : named;
+/** The width of a type, 0 where it is not known. */
+function widthOf(type: Datatype): number {
+  return type.bits || (NAMED_WIDTHS[type.name] ?? 0);
+}
+
+function checkFits(expr: Expr, type: Datatype | undefined, errors: Diagnostic[]): void {
+  if (!type) return;
   switch (expr.kind) {
     case 'literal': {
-      if (type.parts || type.bits === 0) return;
-      const value = expr.value?.type === 'integer' ? BigInt(expr.value.n) : expr.value?.type === 'bigint' ? BigInt(`0x${expr.value.hex}`) : undefined;
-      if (value !== undefined && value >> BigInt(type.bits) !== 0n) tooWide(`value ${expr.text} exceeds the range 0-${maxOf(type.bits)} of its ${type.bits}-bit type ${type.name}`, expr.span, errors);
+      const bits = widthOf(type);
+      const value = expr.value;
+      if (type.parts || bits === 0 || !value) return;
+      // Most constants are small integers: compared as numbers, without a bigint each.
+      const tooBig = value.type === 'integer' ? bits < 53 && value.n >= 2 ** bits : value.type === 'bigint' && BigInt(`0x${value.hex}`) >> BigInt(bits) !== 0n;
+      if (tooBig) tooWide(`value ${expr.text} exceeds the range 0-${maxOf(bits)} of its ${bits}-bit type ${type.name}`, expr.span, errors);
       return;
     }
-    case 'prefix':
-      if (type.bits > 0 && expr.length > type.bits) tooWide(`prefix length ${expr.length} is too long for the ${type.bits}-bit type ${type.name}`, expr.span, errors);
+    case 'prefix': {
+      const bits = widthOf(type);
+      if (bits > 0 && expr.length > bits) tooWide(`prefix length ${expr.length} is too long for the ${bits}-bit type ${type.name}`, expr.span, errors);
       return checkFits(expr.expr, type, errors);
+    }
     case 'range':
       checkFits(expr.low, type, errors);
       return checkFits(expr.high, type, errors);
