@@ -1076,6 +1076,8 @@ const XT_FEATURES: readonly XtCase[] = [
   // xt_cluster.c: jhash of the original source address with the seed, scaled to the nodes.
   ...[1, 2].map((node) => ({ name: `xt cluster: node ${node} of 2`, dump: xtTableDump('mangle', [`FORWARD -m cluster --cluster-total-nodes 2 --cluster-local-node ${node} --cluster-hash-seed 0xdeadbeef -j ACCEPT`]), packet: SYN })),
   ...[1, 2, 3].map((node) => ip6({ name: `xt cluster: IPv6, node ${node} of 3`, dump: xtTableDump('filter', [`FORWARD -m cluster --cluster-total-nodes 3 --cluster-local-node ${node} --cluster-hash-seed 0x12345 -j DROP`]), packet: SYN6 })),
+  // No conntrack entry, no match, `!` or not (xt_cluster_mt: ct == NULL → false).
+  { name: 'xt cluster: ! --cluster-local-nodemask of an untracked packet', dump: xtTableDump('raw', ['PREROUTING -j CT --notrack'], '-m cluster --cluster-total-nodes 2 ! --cluster-local-nodemask 3 --cluster-hash-seed 7'), packet: SYN },
   { name: 'xt cluster: ! --cluster-local-nodemask', dump: xtTableDump('mangle', ['FORWARD -m cluster --cluster-total-nodes 4 ! --cluster-local-nodemask 5 --cluster-hash-seed 7 -j ACCEPT']), packet: SYN },
   // xt_connlabel.c: without an entry the answer is `!`'s (nft's ct label breaks instead).
   { name: 'xt connlabel: ! --label of an untracked packet matches', dump: xtTableDump('raw', ['PREROUTING -j CT --notrack'], '-m connlabel ! --label 5'), packet: SYN },

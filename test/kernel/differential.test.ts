@@ -3056,6 +3056,13 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: iptables flows (
       packets: [{ ...udp, ttl: 64 }, { ...udp, dport: 54, ttl: 50 }, { ...udp, dport: 54, ttl: 64 }],
     },
     {
+      // recent_mt adds back the 1 forwarding took from a packet leaving without a socket: the
+      // --set at prerouting and the --rcheck --rttl at forward see one TTL.
+      name: 'xt flow: recent --rttl at forward sees the TTL before forwarding',
+      rulesets: v4(tb('raw', ['PREROUTING -p udp -m udp --dport 53 -m recent --set --name tf --mask 255.255.255.255 --rsource']), tb('mangle', [`FORWARD -m recent --rcheck --rttl --name tf --mask 255.255.255.255 --rsource ${mk(0x1)}`])),
+      packets: [{ ...udp, ttl: 64 }, { ...udp, dport: 54, ttl: 64 }],
+    },
+    {
       name: 'xt flow: two recent lists and an inverted --rcheck',
       rulesets: v4(tb('filter', [
         `FORWARD -m recent ! --rcheck --name A --mask 255.255.255.255 --rsource ${mk(0x1)}`,
