@@ -20,9 +20,9 @@ import { NO_MATCH, type RuleResult } from './evaluate-stmt.js';
 import { isLimitPassed, isQuotaPassed } from './limit-and-quota.js';
 import { isCtCountPassed } from './conn-count.js';
 import { dynamicSetOf, lookupElement, type DynamicSet } from './lookup-element.js';
-import { NotModelled, type PacketState, type SimContext } from './sim-context.js';
+import { NotModelled, type SimContext } from './sim-context.js';
 
-const EMPTY: DynamicSet = { added: [], deleted: new Set(), dead: [] };
+const EMPTY: DynamicSet = { added: [], deleted: new Set(), dead: 0 };
 
 export function evaluateSetOp(stmt: SetOpStmt, ctx: SimContext): RuleResult | undefined {
   const named = namedSet(stmt.set, ctx);
@@ -36,15 +36,17 @@ export function evaluateSetOp(stmt: SetOpStmt, ctx: SimContext): RuleResult | un
   const existing = lookupElement(ref, key, keyExpr, ctx);
   const dynamic = dynamicSetOf(named, ctx) ?? EMPTY;
   if (stmt.op === 'delete') {
-    if (existing) ctx.dynamicSets.set(named, [withoutElement(dynamic, existing, ctx.pkt)]);
+    if (existing) {
+      ctx.dynamicSets.set(named, [withoutElement(dynamic, existing)]);
+      (ctx.deletedNow ??= new Map()).set(named, (ctx.deletedNow.get(named) ?? 0) + 1);
+    }
     return undefined;
   }
   let element = existing;
   if (!element) {
     const live = (named.elements?.length ?? 0) - dynamic.deleted.size + dynamic.added.length;
-    const deadNow = dynamic.dead.filter((by) => by === ctx.pkt).length;
-    if (named.size !== undefined && live + deadNow >= named.size) return NO_MATCH;
-    if (named.size !== undefined && live + dynamic.dead.length >= named.size) {
+    if (named.size !== undefined && live + (ctx.deletedNow?.get(named) ?? 0) >= named.size) return NO_MATCH;
+    if (named.size !== undefined && live + dynamic.dead >= named.size) {
       throw new NotModelled(`adding to set ${named.name}, full until the kernel's garbage collection (about a second after a delete) frees the slots of deleted elements`);
     }
     element = { kind: 'element', span: stmt.span, key: keyExpr, ...(data && { data }), ...(stmt.element.stmts && { stmts: stmt.element.stmts }) };
@@ -53,9 +55,9 @@ export function evaluateSetOp(stmt: SetOpStmt, ctx: SimContext): RuleResult | un
   return passesElementStatements(element, named, ctx) ? undefined : NO_MATCH;
 }
 
-function withoutElement(dynamic: DynamicSet, element: ElementExpr, by: PacketState): DynamicSet {
+function withoutElement(dynamic: DynamicSet, element: ElementExpr): DynamicSet {
   const added = dynamic.added.filter((a) => a.element !== element);
-  const dead = [...dynamic.dead, by];
+  const dead = dynamic.dead + 1;
   if (added.length < dynamic.added.length) return { added, deleted: dynamic.deleted, dead };
   return { added, deleted: new Set([...dynamic.deleted, element]), dead };
 }

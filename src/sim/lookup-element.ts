@@ -18,7 +18,7 @@ import { constantOf, isEqual, matchesKey, namedSet, type RtValue } from './evalu
 import type { RuleResult } from './evaluate-stmt.js';
 import { memoByObject } from './memo-by-object.js';
 import { PositionTable } from './position-table.js';
-import type { PacketState, SimContext } from './sim-context.js';
+import type { SimContext } from './sim-context.js';
 
 /** A value to look up: an RtValue, or as compiled rules read it (compile-rule.ts) an integer
  * below 2^32 as a number, or a concatenation of such numbers. */
@@ -38,15 +38,15 @@ export function lookupElement(set: SetLiteral | SetRef, value: RtValue, lhs: Exp
 }
 
 /** What the packets of a run changed in a named set (nft_dynset.c): the elements they added, in
- * order, each with the key it was added for, the set's own elements they deleted, and the packet
- * of each delete (`dead`: the kernel only marks the element dead, and it holds its slot against
- * the set's size until the set's garbage collection frees it). Kept in the
+ * order, each with the key it was added for, the set's own elements they deleted, and how many
+ * they deleted in all (`dead`: the kernel only marks an element dead, and it holds its slot
+ * against the set's size until the set's garbage collection frees it). Kept in the
  * run's state (SimState.dynamicSets) under the set, and replaced, never changed, so that a
  * branch of the run can copy the state by copying the map. */
 export interface DynamicSet {
   readonly added: readonly { readonly key: RtValue; readonly element: ElementExpr }[];
   readonly deleted: ReadonlySet<ElementExpr>;
-  readonly dead: readonly PacketState[];
+  readonly dead: number;
 }
 
 export function dynamicSetOf(named: NamedSet, ctx: SimContext): DynamicSet | undefined {

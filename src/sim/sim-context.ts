@@ -162,6 +162,9 @@ export interface SimContext {
   readonly choose: Chooser;
   /** Elements added by `add @set` / `update @set` during the run, by set. */
   readonly dynamicSets: Map<object, unknown[]>;
+  /** How many elements this packet's `delete @set` took out of each set: their slots stay taken
+   * for the rest of the packet (dynset.ts). Made at the first delete. */
+  deletedNow: Map<object, number> | undefined;
   /** Where evaluation is: filled per base chain and rule. */
   hook: Hook;
   table: Table;

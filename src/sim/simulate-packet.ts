@@ -229,6 +229,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     uncertain: false,
     choose,
     dynamicSets: state.dynamicSets,
+    deletedNow: undefined,
     hook: 'prerouting',
     table: undefined as never,
     chain: undefined as never,
