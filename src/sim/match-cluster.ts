@@ -9,7 +9,7 @@ import { IPS } from './conntrack-table.js';
 import { evaluateExpr } from './evaluate-expr.js';
 import { jhash } from './evaluate-special-expr.js';
 import { optionNumber } from '../model/xt-option.js';
-import { hasConntrackEntry, NotModelled, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, hasZoneTemplate, NotModelled, type SimContext } from './sim-context.js';
 
 /** No entry, no match (`!` or not). The hash is jhash of the connection's original source
  * address with the seed: an IPv4 address, or the first 32 bits of an IPv6 one (jhash2 over
@@ -22,10 +22,18 @@ export function matchCluster(stmt: XtExtensionStmt, ctx: SimContext): boolean {
   const mask = node.name === 'cluster-local-node' ? 1 << (node.value.n - 1) : node.value.n;
   // An expected connection hashes its master's address (ct->master), which nftsim does not keep.
   if (hasConntrackEntry(ctx) && (ctx.ct.status & IPS.expected) !== 0) throw new NotModelled('iptables match cluster of an expected connection (the kernel hashes its master)');
+  // Before conntrack, a zone template (CT --zone) is no entry either: no match, `!` or not
+  // (kernel-checked on Linux 6.18, seed 394081397).
+  const hash = hasZoneTemplate(ctx) ? undefined : sourceHash(stmt, ctx, seed, total);
+  if (hash === undefined) return false;
+  return ((mask >>> hash) & 1) === 1 !== node.negated;
+}
+
+/** The node the connection's original source hashes to; undefined without an entry. */
+function sourceHash(stmt: XtExtensionStmt, ctx: SimContext, seed: number, total: number): number | undefined {
   const source = evaluateExpr({ kind: 'ct', span: stmt.span, key: 'saddr', dir: 'original' }, ctx);
-  if (typeof source !== 'bigint') return false;
+  if (typeof source !== 'bigint') return undefined;
   const word = ctx.family === 'ip' ? source : source >> 96n;
   const h = jhash(Uint8Array.of(Number((word >> 24n) & 0xffn), Number((word >> 16n) & 0xffn), Number((word >> 8n) & 0xffn), Number(word & 0xffn)), seed >>> 0);
-  const hash = Number((BigInt(h) * BigInt(total)) >> 32n);
-  return ((mask >>> hash) & 1) === 1 !== node.negated;
+  return Number((BigInt(h) * BigInt(total)) >> 32n);
 }

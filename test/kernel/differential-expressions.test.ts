@@ -1078,6 +1078,14 @@ const XT_FEATURES: readonly XtCase[] = [
   ...[1, 2, 3].map((node) => ip6({ name: `xt cluster: IPv6, node ${node} of 3`, dump: xtTableDump('filter', [`FORWARD -m cluster --cluster-total-nodes 3 --cluster-local-node ${node} --cluster-hash-seed 0x12345 -j DROP`]), packet: SYN6 })),
   // No conntrack entry, no match, `!` or not (xt_cluster_mt: ct == NULL → false).
   { name: 'xt cluster: ! --cluster-local-nodemask of an untracked packet', dump: xtTableDump('raw', ['PREROUTING -j CT --notrack'], '-m cluster --cluster-total-nodes 2 ! --cluster-local-nodemask 3 --cluster-hash-seed 7'), packet: SYN },
+  // Before conntrack a zone template is no entry either (seed 394081397). The match decides
+  // whether the packet is untracked.
+  ...['--cluster-local-node 1', '! --cluster-local-nodemask 1', '--cluster-local-node 2'].map((node) => ({
+    name: `xt cluster: ${node} of a zone template`,
+    dump: xtTableDump('raw', ['PREROUTING -j CT --zone 1', `PREROUTING -m cluster --cluster-total-nodes 2 ${node} --cluster-hash-seed 0xdeadbeef -j CT --notrack`], '-m conntrack --ctstate NEW'),
+    packet: SYN,
+  })),
+  ip6({ name: 'xt cluster: IPv6, ! --cluster-local-nodemask of a zone template', dump: xtTableDump('raw', ['PREROUTING -j CT --zone 1', 'PREROUTING -m cluster --cluster-total-nodes 2 ! --cluster-local-nodemask 1 --cluster-hash-seed 0xdeadbeef -j CT --notrack'], '-m conntrack --ctstate NEW'), packet: SYN6 }),
   { name: 'xt cluster: ! --cluster-local-nodemask', dump: xtTableDump('mangle', ['FORWARD -m cluster --cluster-total-nodes 4 ! --cluster-local-nodemask 5 --cluster-hash-seed 7 -j ACCEPT']), packet: SYN },
   // xt_connlabel.c: without an entry the answer is `!`'s (nft's ct label breaks instead).
   { name: 'xt connlabel: ! --label of an untracked packet matches', dump: xtTableDump('raw', ['PREROUTING -j CT --notrack'], '-m connlabel ! --label 5'), packet: SYN },

@@ -525,4 +525,13 @@ describe('iptables cluster match', () => {
     const packet = src.includes(':') ? { iif: 'eth0', src, dst: '2001:db8::10', dport: 22 } : { ...LOCAL, src };
     expect(takes(node, packet as PacketInput)).toBe(true);
   });
+
+  // Before conntrack, a zone template is no entry: neither node takes the packet, nor `!` a node
+  // (kernel rows "xt cluster: … of a zone template").
+  it.each(['--cluster-local-node 1', '--cluster-local-node 2', '! --cluster-local-nodemask 1'])('%s does not take a packet with a zone template', (node) => {
+    const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CT --zone 1\n-A PREROUTING -m cluster --cluster-total-nodes 2 ${node} --cluster-hash-seed 0xdeadbeef -j CT --notrack\nCOMMIT\n`;
+    const o = simulateOne(dump, LOCAL);
+    expect(o.uncertain).toBe(false);
+    expect(o.trace.filter((e) => e.kind === 'rule')).toHaveLength(1);
+  });
 });
