@@ -5,7 +5,7 @@
 import type { Expr, Literal, NamedSet, Relational, Table } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, formatAddress, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
-import { anycastInterfaceOf, isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute, primaryAddress } from './host.js';
+import { anycastInterfaceOf, isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute, primaryAddress, routeUsesDevice } from './host.js';
 import { HOST_KEY } from './route-rules.js';
 import { CT_STATE_BITS, invertTransport } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
@@ -406,11 +406,15 @@ function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValu
       // A local address has no output interface: the lookup gives RTN_LOCAL and the result stays
       // 0 (nft_fib4.c "Should not see RTN_LOCAL here", nft_fib6.c RTF_LOCAL).
       if (localInterfaceAt(ctx, address)) return none;
-      const dev = isIpv6LinkLocal(address) ? linkLocalRouteDev(flags, ctx) : isMulticastAddress(address) && address.family === 'ip6' ? multicastBeyondLink(address) : lookupRoute(ctx.host, address, { mark, iif: 'lo', src: address === ctx.pkt.src ? ctx.pkt.dst : ctx.pkt.src })?.dev;
-      // `fib saddr . iif oif`: the result counts only when the route goes through the input
-      // interface (nft_fib4.c: NFTA_FIB_F_IIF, fib_info_nh_uses_dev).
-      if (dev === undefined || (flags.includes('iif') && dev !== ctx.iif)) return none;
-      return dev;
+      if (isIpv6LinkLocal(address)) return linkLocalRouteDev(flags, ctx) ?? none;
+      if (isMulticastAddress(address) && address.family === 'ip6') multicastBeyondLink(address);
+      const route = lookupRoute(ctx.host, address, { mark, iif: 'lo', src: address === ctx.pkt.src ? ctx.pkt.dst : ctx.pkt.src });
+      if (!route) return none;
+      // `fib saddr . iif oif`: the input interface when the route goes through it by any of its
+      // nexthops, else none (nft_fib4.c: NFTA_FIB_F_IIF, fib_info_nh_uses_dev); without `iif`,
+      // the route's first nexthop (FIB_RES_DEV: the lookup selects no path).
+      if (flags.includes('iif')) return routeUsesDevice(route, ctx.iif) ? ctx.iif! : none;
+      return route.dev;
     }
     default:
       throw new NotModelled(`fib ${expr.result}`);

@@ -6,6 +6,7 @@
 import type { Expr } from '../model/ast.js';
 import { familyBits, type Address, type AddressFamily } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
+import { chooseNexthop } from './multipath.js';
 import { evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { payloadFieldBits, TCP_MSS_LENGTH, TCP_MSS_OPTION } from './packet-bytes.js';
 import { isIptablesRule, NotModelled, routeKeyOf, type PacketState, type SimContext } from './sim-context.js';
@@ -73,7 +74,8 @@ function isRouted(ctx: SimContext): boolean {
  * no gateway). */
 export function nexthopOf(ctx: SimContext): Address {
   if (localInterfaceOf(ctx.host, ctx.pkt.dst)) return ctx.pkt.dst;
-  return lookupRoute(ctx.host, ctx.pkt.dst, routeKeyOf(ctx))?.via ?? ctx.pkt.dst;
+  const route = lookupRoute(ctx.host, ctx.pkt.dst, routeKeyOf(ctx));
+  return (route && chooseNexthop(ctx, route).via) ?? ctx.pkt.dst;
 }
 
 function rtValue(expr: Extract<Expr, { kind: 'rt' }>, ctx: SimContext): RtValue | undefined {

@@ -5,7 +5,7 @@
 import type { Expr, NatStmt, Rule, StatefulObject, Stmt, XtExtensionStmt } from '../model/ast.js';
 import { chainIndexNamed, type ChainIndex } from './chain-index.js';
 import { familyBits, formatAddress, parseAddress, prefixMask, type Address, type AddressFamily } from './address.js';
-import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryAddress } from './host.js';
+import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryAddress, routeUsesDevice } from './host.js';
 import { HOST_KEY } from './route-rules.js';
 import { constantOf, evaluateExpr, mapData, matchRelational, readMapData, type RtValue } from './evaluate-expr.js';
 import { invertTransport, IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
@@ -564,7 +564,9 @@ function matchRpfilter(stmt: XtExtensionStmt, ctx: SimContext): boolean {
   else {
     // xt_rpfilter.c: from LOOPBACK_IFINDEX, the mark only with --validmark (refused above).
     const route = lookupRoute(ctx.host, ctx.pkt.src, { ...HOST_KEY, src: ctx.pkt.dst });
-    passed = route !== undefined && (flag('loose') || route.dev === ctx.iif);
+    // The route back counts when any of its nexthops uses the input interface
+    // (rpfilter_lookup_reverse: fib_info_nh_uses_dev).
+    passed = route !== undefined && (flag('loose') || routeUsesDevice(route, ctx.iif));
   }
   return passed !== invert;
 }

@@ -47,8 +47,10 @@ export interface HostRouteInput {
   /** `default` or a prefix. */
   readonly dst: string;
   readonly via?: string;
-  /** The output interface, which a unicast route needs. */
+  /** The output interface, which a unicast route needs (unless it gives `nexthops`). */
   readonly dev?: string;
+  /** A multipath route's nexthops, instead of `via` and `dev`: `weight` 1 when absent. */
+  readonly nexthops?: readonly { readonly via?: string; readonly dev: string; readonly weight?: number }[];
   /** The routing table (`main` when absent): a number or a name. */
   readonly table?: string | number;
   /** `unicast` (the default), or `throw`, `unreachable`, `blackhole`, `prohibit`. */
@@ -87,6 +89,24 @@ export interface HostRoute {
   readonly dev: string;
   readonly table: string;
   readonly type: RouteType;
+  /** A multipath route's nexthops (two or more); `via` and `dev` are the first one's, which is
+   * what a lookup without path selection gives (fib_table_lookup sets the first nexthop: nft's
+   * `fib daddr oif`). Routing picks one by a hash of the packet (multipath.ts). */
+  readonly nexthops?: readonly RouteNexthop[];
+}
+
+export interface RouteNexthop {
+  readonly via?: Address;
+  readonly dev: string;
+  /** Its share of the hash space against the other nexthops' (fib_rebalance). */
+  readonly weight: number;
+}
+
+/** Whether the route sends through `dev`, by any of its nexthops (fib_info_nh_uses_dev: nft's
+ * `fib saddr . iif oif`, iptables' rpfilter). */
+export function routeUsesDevice(route: HostRoute, dev: string | undefined): boolean {
+  if (route.dev === dev) return true;
+  return route.nexthops !== undefined && route.nexthops.some((nexthop) => nexthop.dev === dev);
 }
 
 /** The resolved host: `lo` always present (127.0.0.1/8, ::1/128), connected routes of every
@@ -151,7 +171,10 @@ class HostReader {
     const own = this.interfaces.map((i) => i.item);
     const all = seen.has('lo') ? own : [LOOPBACK, ...own];
     for (const { item, part, path } of this.routes) {
-      if (item.type === 'unicast' && !all.some((iface) => iface.name === item.dev)) this.fail(part, path, `route to ${formatCidr(item.dst)} uses unknown interface '${item.dev}'`);
+      if (item.type !== 'unicast') continue;
+      for (const dev of item.nexthops?.map((nexthop) => nexthop.dev) ?? [item.dev]) {
+        if (!all.some((iface) => iface.name === dev)) this.fail(part, path, `route to ${formatCidr(item.dst)} uses unknown interface '${dev}'`);
+      }
     }
     const connected = all.flatMap((iface) =>
       iface.addresses.map((a): HostRoute => ({ dst: { family: a.family, n: a.n & prefixMask(familyBits(a.family), a.prefix), prefix: a.prefix }, dev: iface.name, table: MAIN_TABLE, type: 'unicast' })),
@@ -231,11 +254,13 @@ class HostReader {
  * (it reports them where they are) and the kernel's own routes are left out. */
 export function ipJsonRoutesAsInput(entries: readonly unknown[]): unknown[] {
   const reader = new FieldReader();
-  return entries.flatMap((entry, i) => {
+  return entries.flatMap((entry, i): unknown[] => {
     const route = isRecord(entry) && typeof entry.dst === 'string' ? readIpJsonRoute(reader, entry, [i]) : undefined;
     if (!route) return [];
     const dst = route.dst.prefix === 0 ? 'default' : formatCidr(route.dst);
-    return [{ dst, family: route.dst.family, dev: route.dev, table: route.table, type: route.type, ...(route.via && { via: formatAddress(route.via) }) }];
+    const common = { dst, family: route.dst.family, table: route.table, type: route.type };
+    if (route.nexthops) return [{ ...common, nexthops: route.nexthops.map((nexthop) => ({ dev: nexthop.dev, weight: nexthop.weight, ...(nexthop.via && { via: formatAddress(nexthop.via) }) })) }];
+    return [{ ...common, dev: route.dev, ...(route.via && { via: formatAddress(route.via) }) }];
   });
 }
 
@@ -254,18 +279,31 @@ function routeFamilyOf(entry: Record<string, unknown>): AddressFamily {
 function readIpJsonRoute(reader: FieldReader, entry: Record<string, unknown>, at: FieldPath): HostRoute | undefined {
   const type = entry.type ?? 'unicast';
   if (typeof type !== 'string' || !ROUTE_TYPES.includes(type)) return undefined;
-  if (type === 'unicast' && typeof entry.dev !== 'string') {
-    return reader.fail(at, Array.isArray(entry.nexthops) ? 'a multipath route (`nexthops`) is not modelled: give the host the route with the one nexthop to simulate' : 'expected `dev`, the interface the route sends through');
-  }
+  const multipath = Array.isArray(entry.nexthops);
+  if (type === 'unicast' && typeof entry.dev !== 'string' && !multipath) return reader.fail(at, 'expected `dev`, the interface the route sends through');
   // `via inet6` (RFC 5549): iproute2 prints the gateway as `via`, not `gateway`.
-  if (isRecord(entry.via)) return reader.fail([...at, 'via'], 'a route through a gateway of the other family (`via inet6`) is not modelled');
-  const via = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
-  if (typeof entry.gateway === 'string' && !via) return reader.fail([...at, 'gateway'], `'${entry.gateway}' is not an address`);
+  const viaInet6 = multipath ? (entry.nexthops as unknown[]).findIndex((nexthop) => isRecord(nexthop) && isRecord(nexthop.via)) : isRecord(entry.via) ? 0 : -1;
+  if (viaInet6 >= 0) return reader.fail(multipath ? [...at, 'nexthops', viaInet6, 'via'] : [...at, 'via'], 'a route through a gateway of the other family (`via inet6`) is not modelled');
+  let nexthops: RouteNexthop[];
+  if (multipath) {
+    nexthops = [];
+    for (const [i, item] of (entry.nexthops as unknown[]).entries()) {
+      // iproute2 prints a nexthop's flags and, for IPv6, its own fields: not the user's to fix.
+      const nexthop = isRecord(item) ? readNexthop(reader, { dev: item.dev, gateway: item.gateway, weight: item.weight }, [...at, 'nexthops', i], ['dev', 'gateway', 'weight'], 'gateway') : reader.fail([...at, 'nexthops', i], 'expected a nexthop');
+      if (!nexthop) return undefined;
+      nexthops.push(nexthop);
+    }
+  } else {
+    const via = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
+    if (typeof entry.gateway === 'string' && !via) return reader.fail([...at, 'gateway'], `'${entry.gateway}' is not an address`);
+    const dev = typeof entry.dev === 'string' ? entry.dev : '';
+    nexthops = [via ? { dev, via, weight: 1 } : { dev, weight: 1 }];
+  }
   const dstText = entry.dst as string;
-  const dst = readRouteDst(dstText, routeFamilyOf(entry));
+  const dst = readRouteDst(dstText, nexthops.find((nexthop) => nexthop.via)?.via?.family ?? routeFamilyOf(entry));
   if (!dst) return reader.fail([...at, 'dst'], `'${dstText}' is not 'default' or a prefix`);
-  const route = { dst, dev: typeof entry.dev === 'string' ? entry.dev : '', table: tableId(typeof entry.table === 'string' || typeof entry.table === 'number' ? entry.table : 'main'), type: type as RouteType };
-  return via ? { ...route, via } : route;
+  const table = tableId(typeof entry.table === 'string' || typeof entry.table === 'number' ? entry.table : 'main');
+  return routeOf(reader, dst, nexthops, table, type as RouteType, (i) => (multipath ? [...at, 'nexthops', i, 'gateway'] : [...at, 'gateway']));
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -290,29 +328,69 @@ function readInterface(reader: FieldReader, value: unknown, path: FieldPath): Ho
 }
 
 function readRoute(reader: FieldReader, value: unknown, path: FieldPath): HostRoute | undefined {
-  const record = reader.object(value, path, ['dst', 'via', 'dev', 'family', 'table', 'type']);
+  const record = reader.object(value, path, ['dst', 'via', 'dev', 'nexthops', 'family', 'table', 'type']);
   if (!record) return undefined;
   const dstText = reader.string(record.dst, [...path, 'dst']);
   const type = record.type === undefined ? 'unicast' : reader.string(record.type, [...path, 'type']);
   if (type !== undefined && !ROUTE_TYPES.includes(type)) return reader.fail([...path, 'type'], `expected one of ${ROUTE_TYPES.join(', ')}`);
-  // A route of another type sends nowhere: it needs no interface.
-  const dev = record.dev === undefined && type !== 'unicast' ? '' : reader.string(record.dev, [...path, 'dev']);
-  const via = record.via === undefined ? undefined : reader.string(record.via, [...path, 'via']);
   const family = record.family === undefined ? undefined : reader.string(record.family, [...path, 'family']);
   if (family !== undefined && family !== 'ip' && family !== 'ip6') reader.fail([...path, 'family'], "expected 'ip' or 'ip6'");
   const table = record.table === undefined ? MAIN_TABLE : typeof record.table === 'number' ? String(record.table) : reader.string(record.table, [...path, 'table']);
-  if (dstText === undefined || dev === undefined || type === undefined || table === undefined) return undefined;
-  const viaAddress = via === undefined ? undefined : parseAddress(via);
-  if (via !== undefined && !viaAddress) return reader.fail([...path, 'via'], `'${via}' is not an address`);
-  const dst = readRouteDst(dstText, (family as AddressFamily | undefined) ?? viaAddress?.family ?? 'ip');
+  let nexthops: RouteNexthop[] | undefined;
+  if (record.nexthops !== undefined) {
+    if (record.dev !== undefined || record.via !== undefined) return reader.fail([...path, 'nexthops'], 'give `nexthops` or `dev` and `via`, not both');
+    if (type !== 'unicast') return reader.fail([...path, 'nexthops'], `a ${type ?? ''} route has no nexthops`);
+    nexthops = [];
+    for (const [i, item] of (reader.array(record.nexthops, [...path, 'nexthops']) ?? []).entries()) {
+      const nexthop = readNexthop(reader, item, [...path, 'nexthops', i], ['via', 'dev', 'weight'], 'via');
+      if (nexthop) nexthops.push(nexthop);
+    }
+    if (nexthops.length === 0) return reader.fail([...path, 'nexthops'], 'expected at least one nexthop');
+  } else {
+    // A route of another type sends nowhere: it needs no interface.
+    const dev = record.dev === undefined && type !== 'unicast' ? '' : reader.string(record.dev, [...path, 'dev']);
+    const via = record.via === undefined ? undefined : reader.string(record.via, [...path, 'via']);
+    const viaAddress = via === undefined ? undefined : parseAddress(via);
+    if (via !== undefined && !viaAddress) return reader.fail([...path, 'via'], `'${via}' is not an address`);
+    if (dev !== undefined) nexthops = [viaAddress ? { dev, via: viaAddress, weight: 1 } : { dev, weight: 1 }];
+  }
+  if (dstText === undefined || nexthops === undefined || type === undefined || table === undefined) return undefined;
+  const dst = readRouteDst(dstText, (family as AddressFamily | undefined) ?? nexthops.find((nexthop) => nexthop.via)?.via?.family ?? 'ip');
   if (!dst) return reader.fail([...path, 'dst'], `'${dstText}' is not 'default' or a prefix`);
-  const familyName = (f: AddressFamily): string => (f === 'ip' ? 'IPv4' : 'IPv6');
   if (family !== undefined && family !== dst.family) return reader.fail([...path, 'family'], `'${dstText}' is an ${familyName(dst.family)} prefix`);
-  // An IPv4 route through an IPv6 gateway (`via inet6`, RFC 5549) has a nexthop rt_nexthop does
-  // not give; an IPv6 one through an IPv4 gateway the kernel refuses.
-  if (viaAddress && viaAddress.family !== dst.family) return reader.fail([...path, 'via'], `an ${familyName(dst.family)} route through an ${familyName(viaAddress.family)} gateway is not modelled`);
-  const route = { dst, dev, table: tableId(table), type: type as RouteType };
-  return viaAddress ? { ...route, via: viaAddress } : route;
+  const field = record.nexthops !== undefined ? (i: number): FieldPath => [...path, 'nexthops', i, 'via'] : (): FieldPath => [...path, 'via'];
+  return routeOf(reader, dst, nexthops, tableId(table), type as RouteType, field);
+}
+
+function familyName(family: AddressFamily): string {
+  return family === 'ip' ? 'IPv4' : 'IPv6';
+}
+
+/** A nexthop of nftsim's `nexthops` (`via`) or of ip -j's (`gateway`). */
+function readNexthop(reader: FieldReader, value: unknown, path: FieldPath, known: readonly string[], gatewayField: 'via' | 'gateway'): RouteNexthop | undefined {
+  const record = reader.object(value, path, known);
+  if (!record) return undefined;
+  const dev = reader.string(record.dev, [...path, 'dev']);
+  const gateway = record[gatewayField] === undefined ? undefined : reader.string(record[gatewayField], [...path, gatewayField]);
+  // rtnh_hops is a byte: weights 1 to 256.
+  const weight = record.weight === undefined ? 1 : reader.unsigned(record.weight, [...path, 'weight'], 9);
+  if (weight !== undefined && (weight < 1 || weight > 256)) return reader.fail([...path, 'weight'], 'expected a weight from 1 to 256');
+  const via = gateway === undefined ? undefined : parseAddress(gateway);
+  if (gateway !== undefined && !via) return reader.fail([...path, gatewayField], `'${gateway}' is not an address`);
+  if (dev === undefined || weight === undefined) return undefined;
+  return via ? { via, dev, weight } : { dev, weight };
+}
+
+/** The route through `nexthops` (one: a plain route), its gateways checked against its family. */
+function routeOf(reader: FieldReader, dst: Cidr, nexthops: readonly RouteNexthop[], table: string, type: RouteType, viaPath: (i: number) => FieldPath): HostRoute | undefined {
+  for (const [i, nexthop] of nexthops.entries()) {
+    // An IPv4 route through an IPv6 gateway (`via inet6`, RFC 5549) has a nexthop rt_nexthop
+    // does not give; an IPv6 one through an IPv4 gateway the kernel refuses.
+    if (nexthop.via && nexthop.via.family !== dst.family) return reader.fail(viaPath(i), `an ${familyName(dst.family)} route through an ${familyName(nexthop.via.family)} gateway is not modelled`);
+  }
+  const [first] = nexthops;
+  const route = { dst, dev: first!.dev, table, type, ...(first!.via && { via: first!.via }) };
+  return nexthops.length > 1 ? { ...route, nexthops } : route;
 }
 
 function readRouteDst(text: string, family: AddressFamily): Cidr | undefined {

@@ -243,11 +243,13 @@ export function runScenario(ruleset: Ruleset, host: Host, scenario: Scenario, op
   return { results, notes, errors };
 }
 
-/** A text that is equal for equal states: the conntrack entries and the dynamic set elements. */
+/** A text that is equal for equal states: the conntrack entries, the dynamic set elements and
+ * the nexthops multipath routes picked. */
 function describeState(state: SimState): string {
   const json = (value: unknown): string =>
     JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? v.toString() : v instanceof Set || v instanceof Map ? [...(v as Iterable<unknown>)] : v));
   const entries = state.conntrack.entries.map((e) => json({ ...e, nat: e.nat.map((n) => n.to) }));
   const sets = [...state.dynamicSets].map(([set, elements]) => json([(set as { name?: string }).name, elements]));
-  return [...entries, ...sets].join('\n');
+  const paths = [...(state.paths ?? [])].map((path) => json(path));
+  return [...entries, ...sets, ...paths].join('\n');
 }

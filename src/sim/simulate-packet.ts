@@ -10,6 +10,7 @@ import { anycastInterfaceOf, IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddre
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { entrylessState, L4_NUMBERS, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
 import { memoByObject } from './memo-by-object.js';
+import { chooseNexthop } from './multipath.js';
 import { buildHookIndex, chainsAt, STAGES, type HookIndex, type HookStage } from './pipeline.js';
 import type { InputError } from './read-fields.js';
 import { deliverTcp, openTcp, sequenceEnd, trackTcp } from './tcp-tracking.js';
@@ -86,11 +87,11 @@ const SINGLE_PACKET: RunHow = { keep: false };
 
 /** A fresh state: an empty conntrack table, no dynamic set elements. */
 export function createSimState(): SimState {
-  return { conntrack: new ConntrackTable(), dynamicSets: new Map() };
+  return { conntrack: new ConntrackTable(), dynamicSets: new Map(), paths: new Map() };
 }
 
 export function cloneSimState(state: SimState): SimState {
-  return { conntrack: state.conntrack.clone(), dynamicSets: new Map(state.dynamicSets) };
+  return { conntrack: state.conntrack.clone(), dynamicSets: new Map(state.dynamicSets), paths: new Map(state.paths) };
 }
 
 /** Runs `run` once per combination of random choices (or once, for `seed`), each with its joint
@@ -229,6 +230,8 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     uncertain: false,
     choose,
     dynamicSets: state.dynamicSets,
+    paths: state.paths,
+    ownPaths: undefined,
     deletedNow: undefined,
     hook: 'prerouting',
     table: undefined as never,
@@ -581,7 +584,7 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   }
   // ip_route_input_slow: no forwarding on the input device → EHOSTUNREACH; no route → dropped.
   if (!ctx.host.forwarding) return { disposition: 'dropped', verdict: 'drop', reason: 'forwarding disabled on the host' };
-  const oif = forcedOif ?? lookupRoute(ctx.host, dst, routeKeyOf(ctx))?.dev;
+  const oif = forcedOif ?? routedDevice(ctx, dst);
   if (oif === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(dst)}` };
   ctx.oif = oif;
   // ip_forward / ip6_forward forward only what the link layer addressed to the host: a packet
@@ -686,12 +689,19 @@ function martian(which: 'source' | 'destination', address: Address, what: string
 }
 
 
+/** The device the packet's route to `dst` sends it through (on a multipath route, the nexthop
+ * its hash picks); undefined without a route. */
+function routedDevice(ctx: SimContext, dst: Address): string | undefined {
+  const route = lookupRoute(ctx.host, dst, routeKeyOf(ctx));
+  return route && chooseNexthop(ctx, route).dev;
+}
+
 /** A locally generated packet: routed first (the socket's route, by the packet's mark), output,
  * re-routed after a route chain changed its mark or addresses and when output changed the
  * destination (ip_route_me_harder, nf_nat_ipv4_local_fn), then postrouting. */
 function send(ctx: SimContext, packet: Packet): Ending {
   const route = (): string | undefined =>
-    packet.oif ?? (localInterfaceAt(ctx, ctx.pkt.dst) ? 'lo' : lookupRoute(ctx.host, ctx.pkt.dst, routeKeyOf(ctx))?.dev);
+    packet.oif ?? (localInterfaceAt(ctx, ctx.pkt.dst) ? 'lo' : routedDevice(ctx, ctx.pkt.dst));
   // The chains of output keep seeing the device of the route the packet had when the hook began
   // (its state->out); a new route counts from postrouting on.
   let rerouted: string | undefined;

@@ -142,7 +142,7 @@ describe('nftsim run', () => {
   it.each([
     ['a bad route of the second', [{ dst: 'default', gateway: '192.0.2.1', dev: 'eth0' }, { dst: 'zzz', dev: 'eth0' }], /route\.json:1:\d+: error: \[1\]\.dst: 'zzz' is not 'default' or a prefix/],
     ['a route through an interface no file gives', [{ dst: '10.0.0.0/8', dev: 'bogus0' }], /route\.json:1:\d+: error: \[0\]\.dev: route to 10\.0\.0\.0\/8 uses unknown interface 'bogus0'/],
-    ['a multipath route', [{ dst: '10.0.0.0/8', nexthops: [{ gateway: '192.0.2.1', dev: 'eth0' }] }], /route\.json:1:\d+: error: \[0\]: a multipath route \(`nexthops`\) is not modelled/],
+    ['a multipath route with a weight beyond 256', [{ dst: '10.0.0.0/8', nexthops: [{ gateway: '192.0.2.1', dev: 'eth0', weight: 300 }, { gateway: '192.0.2.2', dev: 'eth0' }] }], /route\.json:1:\d+: error: \[0\]\.nexthops\[0\]\.weight: expected a weight from 1 to 256/],
   ])('blames the --host file of %s', async (_name, routes, message) => {
     const addr = temp('addr.json', JSON.stringify([{ ifname: 'eth0', addr_info: [{ family: 'inet', local: '192.0.2.10', prefixlen: 24 }] }]));
     const { code, err } = await run(['--host', addr, '--host', temp('route.json', JSON.stringify(routes)), temp('p.json', JSON.stringify({ packet: { iif: 'eth0', src: '192.0.2.1', dst: '192.0.2.10' } })), ...RULES]);

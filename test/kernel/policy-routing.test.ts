@@ -90,6 +90,26 @@ const V6_DEFAULT_TABLE: KernelHost = {
   forwarding: true,
 };
 
+/** Multipath routes (ECMP uplinks): the default route through eth0 (weight 1) and eth1
+ * (weight 3), IPv6's through both alike, and 10.9.0.0/16 through eth0 and eth2 (where the clients
+ * are). Which nexthop a packet takes depends on a hash with a random seed: nftsim gives each. */
+const MULTIPATH: KernelHost = {
+  interfaces: [...INTERFACES, { name: 'eth2', addresses: ['203.0.113.10/24', '2001:db8:3::10/64'] }],
+  routes: [
+    { dst: 'default', nexthops: [{ via: '192.0.2.1', dev: 'eth0', weight: 1 }, { via: '198.51.100.20', dev: 'eth1', weight: 3 }] },
+    { dst: 'default', nexthops: [{ via: '2001:db8:1::1', dev: 'eth0' }, { via: '2001:db8:2::20', dev: 'eth1' }] },
+    { dst: '10.9.0.0/16', nexthops: [{ via: '192.0.2.1', dev: 'eth0' }, { via: '203.0.113.20', dev: 'eth2' }] },
+  ],
+  forwarding: true,
+};
+
+/** Marks by the device and gateway the packet leaves through, and masquerades. */
+const MULTIPATH_WAY =
+  'table ip t {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    oifname "eth0" meta mark set mark or 0x100\n    oifname "eth1" meta mark set mark or 0x200\n    rt ip nexthop 198.51.100.20 meta mark set mark or 0x400\n  }\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    masquerade\n  }\n}\n';
+const FIB_MULTIPATH =
+  'table ip t {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    fib daddr oif "eth0" meta mark set mark or 0x100\n    fib daddr oif "eth1" meta mark set mark or 0x200\n    fib saddr . iif oif "eth2" meta mark set mark or 0x400\n    fib saddr oif "eth0" meta mark set mark or 0x800\n  }\n}\n';
+const fromClients = (dst: string, src = '203.0.113.99'): KernelPacket => ({ iif: 'eth2', src, dst, protocol: 'udp', sport: 40000, dport: 53 });
+
 const FORWARD6 = 'table ip6 t {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x100\n  }\n}\n';
 const FORWARD = 'table ip t {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x100\n  }\n}\n';
 const udp = (dst: string, mark?: string): KernelPacket => ({ iif: 'eth0', src: '192.0.2.99', dst, protocol: 'udp', sport: 40000, dport: 53, ...(mark && { mark }) });
@@ -145,6 +165,18 @@ const CASES: readonly { name: string; host: KernelHost; rules: string; packet: K
   { name: 'a blackhole route of table 8 drops', host: BY_SOURCE, rules: FORWARD, packet: { iif: 'eth1', src: '198.51.100.20', dst: '198.18.0.1', protocol: 'udp', sport: 40000, dport: 53 } },
   { name: 'an IPv6 fwmark rule selects table 9', host: BY_SOURCE, rules: FORWARD6, packet: { iif: 'eth0', src: '2001:db8:1::99', dst: '2001:db8:5::1', protocol: 'udp', sport: 40000, dport: 53, mark: '0x1' } },
   { name: 'IPv6 looks up no default table without rules', host: V6_DEFAULT_TABLE, rules: FORWARD6, packet: { iif: 'eth0', src: '2001:db8:1::99', dst: '2001:db8:5::1', protocol: 'udp', sport: 40000, dport: 53 } },
+  ...['198.18.0.1', '198.18.0.2', '198.18.0.3', '198.18.0.4'].map((dst) => ({ name: `a multipath route forwards ${dst} through one of its nexthops, masquerading to its address`, host: MULTIPATH, rules: MULTIPATH_WAY, packet: fromClients(dst) })),
+  // Without a path selected: the first nexthop; with the input interface: any nexthop through it.
+  { name: 'fib daddr oif of a multipath route is its first nexthop, fib saddr . iif oif finds iif among them', host: MULTIPATH, rules: FIB_MULTIPATH, packet: fromClients('198.18.0.1', '10.9.0.5') },
+  {
+    name: 'rpfilter passes a packet whose route back has a nexthop through its input interface',
+    host: MULTIPATH,
+    kind: 'iptables',
+    rules: '*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n-A PREROUTING -m rpfilter --invert -j DROP\nCOMMIT\n',
+    packet: fromClients('198.18.0.1', '10.9.0.5'),
+  },
+  ...['198.18.0.5', '198.18.0.6'].map((dst) => ({ name: `a local packet to ${dst} leaves through one of the nexthops`, host: MULTIPATH, rules: outputChain('filter').replace('meta mark set 0x1', 'counter'), packet: local(dst) })),
+  ...['2001:db8:9::1', '2001:db8:9::2'].map((dst) => ({ name: `an IPv6 packet to ${dst} takes one of its multipath route's nexthops`, host: MULTIPATH, rules: FORWARD6, packet: { iif: 'eth2', src: '2001:db8:3::99', dst, protocol: 'udp' as const, sport: 40000, dport: 53 } })),
   {
     // nf_nat_ipv4_local_fn re-routes at the NAT hook; the filter chain after it still sees the
     // first route's device.

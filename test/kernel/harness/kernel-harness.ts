@@ -34,6 +34,8 @@ export interface HostRoute {
   readonly dev?: string;
   readonly table?: string;
   readonly type?: 'unicast' | 'throw' | 'unreachable' | 'blackhole' | 'prohibit';
+  /** A multipath route's nexthops, instead of `via` and `dev`. */
+  readonly nexthops?: readonly { readonly via?: string; readonly dev: string; readonly weight?: number }[];
 }
 
 /** A routing rule as `ip -j rule show` prints it (the fields the harness sets up). */
@@ -291,10 +293,13 @@ function buildTopology(host: KernelHost, node: string, peers: ReadonlyMap<string
     runInNamespaceOrThrow(peer, ['ip', '-batch', '-'], `${peerBatch.join('\n')}\n`);
   });
   for (const route of host.routes ?? []) {
-    const v6 = route.via ? findIpFamily(route.via) === 'ip6' : route.dst.includes(':');
+    const via = route.via ?? route.nexthops?.find((nexthop) => nexthop.via)?.via;
+    const v6 = via ? findIpFamily(via) === 'ip6' : route.dst.includes(':');
     const dst = route.dst === 'default' ? (v6 ? '::/0' : '0.0.0.0/0') : route.dst;
     const type = route.type && route.type !== 'unicast' ? `${route.type} ` : '';
-    nodeBatch.push(`route add ${type}${dst}${route.via ? ` via ${route.via}` : ''}${route.dev ? ` dev ${route.dev}` : ''}${route.table ? ` table ${route.table}` : ''}`);
+    const nexthops = (route.nexthops ?? []).map((nexthop) => ` nexthop${nexthop.via ? ` via ${nexthop.via}` : ''} dev ${nexthop.dev}${nexthop.weight ? ` weight ${nexthop.weight}` : ''}`).join('');
+    // iproute2 reads the nexthops last.
+    nodeBatch.push(`route add ${type}${dst}${route.via ? ` via ${route.via}` : ''}${route.dev ? ` dev ${route.dev}` : ''}${route.table ? ` table ${route.table}` : ''}${nexthops}`);
   }
   runInNamespaceOrThrow(node, ['ip', '-batch', '-'], `${nodeBatch.join('\n')}\n`);
   for (const [flag, rules] of [['-4', host.rules], ['-6', host.rules6]] as const) {
@@ -360,8 +365,8 @@ function choosePeerAddresses(host: KernelHost, iface: HostInterface, extra: read
   for (const text of iface.addresses) {
     const { address, length } = splitPrefix(text);
     if (findIpFamily(address) !== 'ip') continue;
-    const gateways = (host.routes ?? []).filter((route) => route.dev === iface.name && route.via && findIpFamily(route.via) === 'ip');
-    for (const route of gateways) chosen.add(`${route.via}/${length}`);
+    const gateways = (host.routes ?? []).flatMap((route): readonly { readonly via?: string; readonly dev?: string }[] => route.nexthops ?? [route]).filter((hop) => hop.dev === iface.name && hop.via && findIpFamily(hop.via) === 'ip');
+    for (const hop of gateways) chosen.add(`${hop.via}/${length}`);
     if (gateways.length === 0 && length < 31) {
       const base = ipv4ToNumber(address) & (length === 0 ? 0 : ~0 << (32 - length));
       const own = ipv4ToNumber(address);
