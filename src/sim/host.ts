@@ -340,12 +340,12 @@ function readRoute(reader: FieldReader, value: unknown, path: FieldPath): HostRo
   if (record.nexthops !== undefined) {
     if (record.dev !== undefined || record.via !== undefined) return reader.fail([...path, 'nexthops'], 'give `nexthops` or `dev` and `via`, not both');
     if (type !== 'unicast') return reader.fail([...path, 'nexthops'], `a ${type ?? ''} route has no nexthops`);
-    nexthops = [];
-    for (const [i, item] of (reader.array(record.nexthops, [...path, 'nexthops']) ?? []).entries()) {
-      const nexthop = readNexthop(reader, item, [...path, 'nexthops', i], ['via', 'dev', 'weight'], 'via');
-      if (nexthop) nexthops.push(nexthop);
-    }
-    if (nexthops.length === 0) return reader.fail([...path, 'nexthops'], 'expected at least one nexthop');
+    const items = reader.array(record.nexthops, [...path, 'nexthops']);
+    if (!items) return undefined;
+    if (items.length === 0) return reader.fail([...path, 'nexthops'], 'expected at least one nexthop');
+    const read = items.map((item, i) => readNexthop(reader, item, [...path, 'nexthops', i], ['via', 'dev', 'weight'], 'via'));
+    if (read.includes(undefined)) return undefined;
+    nexthops = read as RouteNexthop[];
   } else {
     // A route of another type sends nowhere: it needs no interface.
     const dev = record.dev === undefined && type !== 'unicast' ? '' : reader.string(record.dev, [...path, 'dev']);
