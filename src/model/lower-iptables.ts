@@ -11,7 +11,6 @@ import type {
   Expr,
   Literal,
   MatchStmt,
-  NatStmt,
   Relational,
   Rule,
   RuleOrigin,
@@ -27,7 +26,8 @@ import { datatypeSymbols, readIptablesRejectWith, tcpOptionName, typeAgainst, ty
 import { recordChainsByName } from './chains-by-name.js';
 import { formatRule } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
-import { connmarkMasks, optionNumber, U64_MAX, type AddressSpec, type NatRange } from './xt-option.js';
+import { connmarkMasks, optionNumber, U64_MAX, type AddressSpec } from './xt-option.js';
+import { xtNatRange, xtNatStatement } from './xt-nat-statement.js';
 import type { IptablesDumpSink } from '../parser/iptables/parse-iptables-save.js';
 import { FAMILY_TARGETS } from '../parser/iptables/iptables-extensions.js';
 import type {
@@ -1017,7 +1017,7 @@ class RuleLowering {
       case 'extension': {
         const lowering = TARGET_LOWERINGS[t.name];
         if (t.options.some((o) => o.value.type === 'raw') || lowering === undefined || !lowering.call(this, t)) {
-          if (!TYPED_XT_TARGETS.has(t.name)) this.unsupported(span, `target "${t.name}"`);
+          if (!isSimulatedXtTarget(t)) this.unsupported(span, `target "${t.name}"`);
           this.xt('target', span, t.name, t.options);
         }
         return;
@@ -1127,28 +1127,16 @@ class RuleLowering {
     return true;
   }
 
+  /** A NAT target as its nft statement (xt-nat-statement.ts). A shifted port range (`/base`)
+   * has none and stays xt (src/sim/xt-shifted-nat.ts); REDIRECT's is refused by iptables. */
   nat(t: IptablesTarget): boolean {
-    const type = t.name === 'SNAT' ? 'snat' : t.name === 'DNAT' ? 'dnat' : t.name === 'MASQUERADE' ? 'masquerade' : 'redirect';
-    const to = t.options.find((o) => o.value.type === 'nat-range')?.value;
-    const range: NatRange = to?.type === 'nat-range' ? to.range : {};
-    const has = (name: string) => t.options.some((o) => o.name === name);
-    // nft prints NAT flags in this order (src/statement.c nat_stmt_print).
-    const flags: string[] = [];
-    if (has('random')) flags.push('random');
-    if (has('random-fully')) flags.push('fully-random');
-    if (has('persistent')) flags.push('persistent');
-    const span = t.span;
-    const addr =
-      range.addressFrom === undefined
-        ? undefined
-        : range.addressTo === undefined || range.addressTo === range.addressFrom
-          ? lit(span, range.addressFrom)
-          : ({ kind: 'range', span, low: lit(span, range.addressFrom), high: lit(span, range.addressTo) } satisfies Expr);
-    const port = range.portFrom === undefined || range.portBase !== undefined ? undefined : rangeLiteral(span, range.portFrom, range.portTo ?? range.portFrom);
-    if (range.portBase !== undefined) return false;
-    const stmt: Mutable<NatStmt> = { kind: 'nat', span, type, flags };
-    if (addr) stmt.addr = typeWith(addr, this.family === 'ip' ? IPV4_ADDR : IPV6_ADDR);
-    if (port) stmt.port = typeWith(port, INET_SERVICE);
+    const range = xtNatRange(t.options);
+    if (range.portBase !== undefined) {
+      if (t.name === 'REDIRECT') this.diagnostics.push({ severity: 'error', code: 'bad-option', message: 'REDIRECT: a shifted port range (`/base`) is refused by iptables ("Shifted portmap ranges not supported")', span: t.span });
+      return false;
+    }
+    const stmt = xtNatStatement(t.name, t.options, this.family, t.span);
+    if (!stmt) return false;
     this.stmts.push(stmt);
     return true;
   }
@@ -1315,6 +1303,23 @@ const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['cluster', 'connlabel', '
 // Targets kept as xt extensions whose effect the simulator gives (evaluate-stmt.ts
 // evaluateXtExtension): not reported either.
 const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'ECN', 'CHECKSUM', 'NETMAP', 'CONNMARK']);
+
+// Targets kept as xt in some of their forms only, which the simulator gives (a shifted port
+// range, xt-shifted-nat.ts).
+const SIMULATED_XT_FORMS: Readonly<Record<string, (t: IptablesTarget) => boolean>> = {
+  SNAT: hasShiftedPorts,
+  DNAT: hasShiftedPorts,
+  MASQUERADE: hasShiftedPorts,
+};
+
+function hasShiftedPorts(t: IptablesTarget): boolean {
+  return xtNatRange(t.options).portBase !== undefined && t.name !== 'REDIRECT';
+}
+
+/** The simulator gives this target kept as xt its effect (not reported at lowering). */
+function isSimulatedXtTarget(t: IptablesTarget): boolean {
+  return TYPED_XT_TARGETS.has(t.name) || (SIMULATED_XT_FORMS[t.name]?.(t) ?? false);
+}
 
 const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
   REJECT: p.reject,
@@ -1489,13 +1494,9 @@ function formatAddress(bits: bigint, v6: boolean): string {
   return `${hexes.slice(0, best).join(':')}::${hexes.slice(best + bestLen).join(':')}`;
 }
 
-// The datatypes NAT statements type their operands with (src/statement.c nat_stmt's
-// expressions take the family's address type and inet_service).
+// The address datatypes of the statements that take an address (tproxy, dup).
 const IPV4_ADDR: Datatype = { name: 'ipv4_addr', bits: 32 };
 const IPV6_ADDR: Datatype = { name: 'ipv6_addr', bits: 128 };
-const INET_SERVICE: Datatype = { name: 'inet_service', bits: 16 };
-
-type Mutable<T> = { -readonly [K in keyof T]: T[K] };
 
 // --- node constructors ----------------------------------------------------------------------
 

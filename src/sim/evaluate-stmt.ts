@@ -23,6 +23,7 @@ import { matchHashlimit } from './match-hashlimit.js';
 import { matchU32 } from './match-u32.js';
 import { matchTos, setEcn, setTos } from './xt-tos.js';
 import { runNetmapTarget } from './xt-netmap.js';
+import { runShiftedNatTarget } from './xt-shifted-nat.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
 import { headersLength, TCP_MSS_LENGTH, writePayload } from './packet-bytes.js';
@@ -419,6 +420,7 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
   }
   if (stmt.name === 'CHECKSUM') return undefined; // fills in a partial checksum: no effect on the way
   if (stmt.name === 'NETMAP') return runNetmapTarget(stmt, ctx);
+  if (stmt.name === 'DNAT' || stmt.name === 'SNAT' || stmt.name === 'MASQUERADE') return runShiftedNatTarget(stmt, ctx);
   if (stmt.name === 'SET') {
     runSetTarget(stmt, ctx);
     return undefined;
@@ -656,6 +658,8 @@ export interface NatPlan {
   /** The literal port as the packet gets it and as the NAT event shows it. */
   readonly constantPortNumber: number | undefined;
   readonly constantPortText: string | undefined;
+  /** iptables' shifted port range (xt-shifted-nat.ts): the base the kernel shifts from. */
+  readonly shiftBase: number | undefined;
   /** The address a literal, masquerade or redirect last rewrote a packet to, and its text, kept
    * for what it was made for (`madeFor`): the literal address for a family (every packet's, but
    * in an inet table), or the host address masquerade or redirect took (the same for the packets
@@ -710,6 +714,7 @@ export function planNat(stmt: NatStmt): NatPlan {
     constantPort,
     constantPortNumber: constantPort && Number(constantPort.low),
     constantPortText: constantPort && String(constantPort.low),
+    shiftBase: undefined,
     to: undefined,
   };
 }
@@ -780,6 +785,11 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
     // No address to give: the kernel drops (nf_nat_masquerade.c, nf_nat_redirect.c: NF_DROP).
     if (!own) return PLAIN_RESULTS.drop.verdict;
     addresses = { low: own.n, high: own.n };
+  } else if (plan.addr === undefined) {
+    // Ports only (`--to-destination :8080`): no NF_NAT_RANGE_MAP_IPS, so find_best_ips_proto
+    // leaves the tuple's address as it is.
+    const current = natView(ctx)[wants];
+    addresses = { low: current.n, high: current.n };
   } else {
     const a = addressValue ?? natValue(plan.addr, ctx);
     if (!a) throw new NotModelled(`${plan.type} without an address`);
@@ -788,7 +798,7 @@ export function setUpNat(plan: NatPlan, ctx: SimContext, at: Loc | undefined): V
   const ports = portValue ?? natValue(portExpr, ctx);
   const view = natView(ctx);
   if (plan.netmap) addresses = netmapped((wants === 'dst' ? view.dst : view.src).n, addresses, family);
-  const chosen = uniqueTuple({ wants, pkt: view, zone: ctx.ct.zone, addresses, ports, random: plan.random, persistent: plan.persistent }, ctx.conn.table);
+  const chosen = uniqueTuple({ wants, pkt: view, zone: ctx.ct.zone, addresses, ports, random: plan.random, persistent: plan.persistent, shiftBase: plan.shiftBase }, ctx.conn.table);
   let address: Address;
   let addressText: string;
   if (own && chosen.address === own.n) ({ address, text: addressText } = natTo(plan, own, family, own.n));

@@ -36,6 +36,9 @@ export interface NatRequest {
   /** `random` or `fully-random` (NF_NAT_RANGE_PROTO_RANDOM_ALL). */
   readonly random: boolean;
   readonly persistent: boolean;
+  /** The base of a shifted port range (NF_NAT_RANGE_PROTO_OFFSET, iptables' `/base`); absent:
+   * none. */
+  readonly shiftBase?: number;
 }
 
 export interface NatChoice {
@@ -108,6 +111,7 @@ function uniquePort(req: NatRequest, port: number, address: bigint, isFree: (add
   let range = req.ports;
   // One port given: the packet gets it, free or not.
   if (range && range.low === range.high) return Number(range.low);
+  if (range && req.shiftBase !== undefined) return shiftedPort(range, port, req.shiftBase, (candidate) => isFree(address, candidate));
   if (!random && (range ? isWithin(BigInt(port), range) && isFree(address, port) : isFree(address, port))) return port;
   if (!range) {
     if (hasIcmpId(req.pkt.l4proto, req.pkt.icmpType)) range = ICMP_IDS;
@@ -122,6 +126,26 @@ function uniquePort(req: NatRequest, port: number, address: bigint, isFree: (add
     }
   }
   return range;
+}
+
+/** A shifted port range (nf_nat_l4proto_unique_tuple with NF_NAT_RANGE_PROTO_OFFSET): the
+ * offset is the port less the base, a 16-bit count, random flags or not, and the port the range's
+ * first plus the offset modulo the range's size, moved on while its tuple is taken, up to 128
+ * tries; the kernel never keeps a port for being in the range (get_unique_tuple skips that test
+ * with the flag). When every try is taken, a range the tries covered (or one of fewer than 16
+ * tries) leaves the last port tried, a clash at confirmation; else the kernel goes on from a
+ * random offset, shown as the range. */
+function shiftedPort(range: NatValue, port: number, base: number, isFree: (port: number) => boolean): number | NatValue {
+  const low = Number(range.low);
+  const size = Number(range.high - range.low) + 1;
+  const offset = (port - base) & 0xffff;
+  const attempts = Math.min(size, MAX_ATTEMPTS);
+  let candidate = low;
+  for (let i = 0; i < attempts; i++) {
+    candidate = low + (((offset + i) & 0xffff) % size);
+    if (isFree(candidate)) return candidate;
+  }
+  return attempts >= size || attempts < 16 ? candidate : range;
 }
 
 /** nf_in_range: the address in the range, and the port in the port range when one is given (a

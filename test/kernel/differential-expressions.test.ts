@@ -1101,7 +1101,19 @@ const XT_FEATURES: readonly XtCase[] = [
   { name: 'xt SNAT: one UDP port', dump: xtTableDump('nat', ['POSTROUTING -p udp -j SNAT --to-source 198.51.100.10:53']), packet: UDP },
   { name: 'xt DNAT: a port with --random', dump: xtTableDump('nat', ['PREROUTING -p tcp -j DNAT --to-destination 198.51.100.30:8080 --random']), packet: SYN },
   { name: 'xt DNAT: an address range and a port range', dump: xtTableDump('nat', ['PREROUTING -p tcp -j DNAT --to-destination 198.51.100.30-198.51.100.31:8000-8001']), packet: SYN },
-  { name: 'xt DNAT: a shifted port range', open: 'not modelled: DNAT with a base port (kernel: 198.51.100.30:1010)', dump: xtTableDump('nat', ['PREROUTING -p tcp -j DNAT --to-destination 198.51.100.30:1000-2000/70']), packet: SYN },
+  // A shifted port range (nf_nat_l4proto_unique_tuple, NF_NAT_RANGE_PROTO_OFFSET): the range's
+  // first port plus (port - base) in 16 bits modulo its size, never the port kept for being in
+  // it; SNAT and MASQUERADE get the shift with base 0 (their structs have no base).
+  { name: 'xt DNAT: a shifted port range', dump: xtTableDump('nat', ['PREROUTING -p tcp -j DNAT --to-destination 198.51.100.30:1000-2000/70']), packet: SYN },
+  { name: 'xt DNAT: a shifted range from a base above the port wraps', dump: xtTableDump('nat', ['PREROUTING -p tcp -j DNAT --to-destination 198.51.100.30:1000-2000/100']), packet: SYN },
+  { name: 'xt DNAT: a shifted range of UDP', dump: xtTableDump('nat', ['PREROUTING -p udp -j DNAT --to-destination 198.51.100.30:2000-2009/50']), packet: UDP },
+  { name: 'xt DNAT: a shifted range holding the port moves it', dump: xtTableDump('nat', ['PREROUTING -p tcp -j DNAT --to-destination :70-100/60']), packet: SYN },
+  { name: 'xt DNAT: a shifted range with --random is still shifted', dump: xtTableDump('nat', ['PREROUTING -p tcp -j DNAT --to-destination 198.51.100.30:1000-2000/70 --random']), packet: SYN },
+  { name: 'xt SNAT: a shifted range gets base 0', dump: xtTableDump('nat', ['POSTROUTING -p tcp -j SNAT --to-source 198.51.100.10:1000-2000/70']), packet: SYN },
+  { name: 'xt SNAT: the source in a shifted range keeps its port', dump: xtTableDump('nat', ['POSTROUTING -p tcp -j SNAT --to-source 192.0.2.99:39000-41000/70']), packet: SYN },
+  { name: 'xt MASQUERADE: --to-ports with a shift gets base 0', dump: xtTableDump('nat', ['POSTROUTING -o eth1 -p tcp -j MASQUERADE --to-ports 1000-2000/70']), packet: SYN },
+  ip6({ name: 'xt DNAT: IPv6 shifted port range', dump: xtTableDump('nat', ['PREROUTING -p tcp -j DNAT --to-destination [2001:db8:2::30]:1000-2000/70']), packet: SYN6 }),
+  ip6({ name: 'xt SNAT: IPv6 shifted port range gets base 0', dump: xtTableDump('nat', ['POSTROUTING -p tcp -j SNAT --to-source [2001:db8:2::10]:1000-2000/70']), packet: SYN6 }),
   ip6({ name: 'xt DNAT: IPv6 with a port', dump: xtTableDump('nat', ['PREROUTING -p tcp -j DNAT --to-destination [2001:db8:2::30]:8080']), packet: SYN6 }),
   ip6({ name: 'xt SNAT: IPv6 with a port range', dump: xtTableDump('nat', ['POSTROUTING -p tcp -j SNAT --to-source [2001:db8:2::10]:2000-3000']), packet: SYN6 }),
   { name: 'xt SNAT: --random-fully', dump: xtTableDump('nat', ['POSTROUTING -o eth1 -j SNAT --to-source 198.51.100.10 --random-fully']), packet: SYN },

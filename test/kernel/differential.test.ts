@@ -2796,6 +2796,14 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: iptables flows (
   const DNAT8080 = tb('nat', ['PREROUTING -d 192.0.2.10/32 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 198.51.100.20:80', 'PREROUTING -d 192.0.2.10/32 -p udp -m udp --dport 5353 -j DNAT --to-destination 198.51.100.20:53', 'POSTROUTING -o eth1 -j MASQUERADE']);
 
   const XT_FLOWS: readonly XtFlow[] = [
+    // A shifted port range (nf_nat_l4proto_unique_tuple, NF_NAT_RANGE_PROTO_OFFSET): port 80 and
+    // port 1081 both shift to 1010 (1000 + (port - 70) % 1001); the second connection from the
+    // same source finds that tuple taken and moves on to 1011.
+    {
+      name: 'xt flow: DNAT to a shifted range, the reply, and a second connection shifted onto a taken port',
+      rulesets: v4(tb('nat', ['PREROUTING -p udp -j DNAT --to-destination 198.51.100.30:1000-2000/70'])),
+      packets: [{ ...udp, dport: 80 }, { reply: true }, { ...udp, dport: 1081 }, { ...udp, dport: 80 }],
+    },
     // CONNMARK.
     {
       name: 'xt flow: CONNMARK save with masks on the SYN, restore on the SYN-ACK and ACK',
