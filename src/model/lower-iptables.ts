@@ -26,7 +26,7 @@ import { datatypeSymbols, readIptablesRejectWith, tcpOptionName, typeAgainst, ty
 import { recordChainsByName } from './chains-by-name.js';
 import { formatRule } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
-import { connmarkMasks, optionNumber, U64_MAX, type AddressSpec } from './xt-option.js';
+import { connmarkMasks, ctTemplateZone, optionNumber, U64_MAX, type AddressSpec } from './xt-option.js';
 import { xtNatRange, xtNatStatement } from './xt-nat-statement.js';
 import type { IptablesDumpSink } from '../parser/iptables/parse-iptables-save.js';
 import { FAMILY_TARGETS } from '../parser/iptables/iptables-extensions.js';
@@ -1143,9 +1143,12 @@ class RuleLowering {
 
   notrack(t: IptablesTarget): boolean {
     if (t.name === 'CT' && !(t.options.length === 1 && t.options[0]?.name === 'notrack')) {
-      const zone = t.options[0];
-      if (t.options.length !== 1 || zone?.name !== 'zone' || zone.value.type !== 'string' || !/^\d+$/.test(zone.value.s)) return false;
-      this.stmts.push({ kind: 'ct-set', span: t.span, key: 'zone', value: typeWith(lit(zone.span, zone.value.s), { name: 'integer', bits: 16 }) });
+      // A template in a zone given by number (0 without one, the netlink events aside) is `ct
+      // zone set`; `--zone mark` stays xt (src/sim/xt-ct.ts).
+      const zone = ctTemplateZone(t.options);
+      if (zone === undefined || zone === 'mark') return false;
+      const span = t.options.find((o) => o.name === 'zone')?.span ?? t.span;
+      this.stmts.push({ kind: 'ct-set', span: t.span, key: 'zone', value: typeWith(lit(span, String(zone)), { name: 'integer', bits: 16 }) });
       return true;
     }
     this.stmts.push({ kind: 'notrack', span: t.span });
@@ -1305,11 +1308,12 @@ const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['cluster', 'connlabel', '
 const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'ECN', 'CHECKSUM', 'NETMAP', 'CONNMARK']);
 
 // Targets kept as xt in some of their forms only, which the simulator gives (a shifted port
-// range, xt-shifted-nat.ts).
+// range, xt-shifted-nat.ts; CT's zone from the mark, xt-ct.ts).
 const SIMULATED_XT_FORMS: Readonly<Record<string, (t: IptablesTarget) => boolean>> = {
   SNAT: hasShiftedPorts,
   DNAT: hasShiftedPorts,
   MASQUERADE: hasShiftedPorts,
+  CT: (t) => ctTemplateZone(t.options) === 'mark',
 };
 
 function hasShiftedPorts(t: IptablesTarget): boolean {

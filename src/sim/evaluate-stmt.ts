@@ -23,7 +23,9 @@ import { matchHashlimit } from './match-hashlimit.js';
 import { matchU32 } from './match-u32.js';
 import { matchTos, setEcn, setTos } from './xt-tos.js';
 import { runNetmapTarget } from './xt-netmap.js';
+import { attachZoneTemplate } from './zone-template.js';
 import { runShiftedNatTarget } from './xt-shifted-nat.js';
+import { runCtTarget } from './xt-ct.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
 import { headersLength, TCP_MSS_LENGTH, writePayload } from './packet-bytes.js';
@@ -212,26 +214,7 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       const source = evaluateExpr(stmt.value, ctx);
       if (source === undefined) return isIptablesRule(ctx) ? undefined : NO_MATCH;
       if (stmt.key === 'zone') {
-        // nft_ct.c nft_ct_set_zone_eval: only a packet conntrack has not seen yet gets the zone
-        // (a template entry); once it has an entry, or a template, nothing changes: the first
-        // zone stays. An untracked packet has none (nf_ct_get), so the template replaces what
-        // notrack did; iptables' CT --zone (xt_CT.c xt_ct_target) leaves a packet with anything
-        // attached (`skb->_nfct != 0`), untracked too (kernel-checked).
-        const untrackedKept = ctx.ct.state === 'untracked' && isIptablesRule(ctx);
-        // After conntrack, a packet it left without an entry (invalid, or untracked) gets the
-        // template too, with ctinfo NEW, and the nat chains of later NAT hooks run for it
-        // (nf_nat_inet_fn asks only for an entry; seen on Linux 6.18). nftsim has no model of a
-        // template in place of an entry (docs/simulator-limits.md): it says so.
-        if (ctx.ctAttached && !ctx.zoneTemplate && !untrackedKept && (ctx.ct.state === 'invalid' || ctx.ct.state === 'untracked')) {
-          throw new NotModelled(`ct zone set on a packet conntrack left ${ctx.ct.state === 'invalid' ? 'invalid' : 'untracked'}: the kernel attaches a zone template, and later nat chains run for it`);
-        }
-        if (!ctx.ctAttached && !ctx.zoneTemplate && !untrackedKept) {
-          // A packet the input gave as untracked: what conntrack makes of it is not known.
-          if (ctx.ct.state === 'untracked' && ctx.untrackedFrom === undefined) throw new NotModelled('ct zone set on a packet given as untracked');
-          ctx.ct.zone = integerOf(source, 'ct zone set') & 0xffff;
-          ctx.zoneTemplate = true;
-          if (ctx.untrackedFrom !== undefined) ctx.ct.state = ctx.untrackedFrom;
-        }
+        attachZoneTemplate(ctx, integerOf(source, 'ct zone set') & 0xffff);
         return undefined;
       }
       // Without a conntrack entry there is nothing to set (nft_ct.c nft_ct_set_eval), nor in a
@@ -256,7 +239,7 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
       // nft_notrack_eval leaves a packet that has an entry: after conntrack found or made one, or
       // `ct zone set` attached a template. Before conntrack, and after it for a packet it found
       // invalid (which it leaves without one), the packet becomes untracked (kernel-checked).
-      const hasEntry = ctx.ctAttached ? ctx.ct.state !== 'invalid' : ctx.zoneTemplate;
+      const hasEntry = ctx.ctAttached ? ctx.ct.state !== 'invalid' : ctx.zoneTemplate !== false;
       if (!hasEntry && ctx.ct.state !== 'untracked') {
         ctx.untrackedFrom = ctx.ct.state;
         ctx.ct.state = 'untracked';
@@ -421,6 +404,10 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
   if (stmt.name === 'CHECKSUM') return undefined; // fills in a partial checksum: no effect on the way
   if (stmt.name === 'NETMAP') return runNetmapTarget(stmt, ctx);
   if (stmt.name === 'DNAT' || stmt.name === 'SNAT' || stmt.name === 'MASQUERADE') return runShiftedNatTarget(stmt, ctx);
+  if (stmt.name === 'CT') {
+    runCtTarget(stmt, ctx);
+    return undefined;
+  }
   if (stmt.name === 'SET') {
     runSetTarget(stmt, ctx);
     return undefined;

@@ -146,9 +146,10 @@ export interface SimContext {
   readonly ct: CtStateValue;
   /** Conntrack has attached its entry (after NF_IP_PRI_CONNTRACK at prerouting/output). */
   ctAttached: boolean;
-  /** `ct zone set` attached a template entry before conntrack (nft_ct.c nft_ct_set_zone_eval):
-   * until conntrack runs, the packet has that entry, with ctinfo IP_CT_NEW. */
-  zoneTemplate: boolean;
+  /** `ct zone set` or iptables' CT attached a template entry before conntrack (nft_ct.c
+   * nft_ct_set_zone_eval, zone-template.ts): until conntrack runs, the packet has that entry,
+   * with ctinfo IP_CT_NEW. `mark`: its zone is the mark conntrack finds (`CT --zone mark`). */
+  zoneTemplate: boolean | 'mark';
   /** The state `notrack` replaced with untracked: a zone template attached after it gives the
    * packet back to conntrack, which then makes of it what it would have. */
   untrackedFrom: CtStateName | undefined;
@@ -195,7 +196,7 @@ export interface SimContext {
  * new with a zone template (its ctinfo), untracked after notrack, else invalid (no entry). */
 export function stateBeforeConntrack(ctx: SimContext): CtStateName {
   if (ctx.ct.state === 'untracked') return 'untracked';
-  return ctx.zoneTemplate ? 'new' : 'invalid';
+  return ctx.zoneTemplate !== false ? 'new' : 'invalid';
 }
 
 /** The packet has a conntrack entry: conntrack has looked at it and found or made one (not
@@ -248,7 +249,7 @@ export function ctMarkOf(ctx: SimContext): number | undefined {
 
 /** Whether the packet has a zone template: before conntrack, after a zone was set. */
 export function hasZoneTemplate(ctx: SimContext): boolean {
-  return !ctx.ctAttached && ctx.zoneTemplate;
+  return !ctx.ctAttached && ctx.zoneTemplate !== false;
 }
 
 /** The current rule is one iptables wrote: its matches and targets are xt extensions in the

@@ -16,6 +16,7 @@ import type { InputError } from './read-fields.js';
 import { deliverTcp, openTcp, sequenceEnd, trackTcp } from './tcp-tracking.js';
 import { readTrafficClass } from './packet-bytes.js';
 import { hasConntrackEntry, localInterfaceAt, locOf, routeKeyOf, type Chooser, type CtEndpoints, type PacketState, type SimContext, type SimState } from './sim-context.js';
+import { settleTemplateZone } from './zone-template.js';
 
 export interface SimulateOptions {
   /** Pick one branch of every random choice with this seed instead of listing them all. */
@@ -354,6 +355,7 @@ function attachConntrack(ctx: SimContext, tracked: boolean): void {
     conn.peer = tuple && conn.table.lookup(tuple, conn.answers);
     return;
   }
+  settleTemplateZone(ctx);
   const tuple = tupleOf(ctx.family, p, ctx.ct.zone);
   if (tuple && !conn.explicit) {
     const found = conn.table.lookup(tuple, conn.answers);

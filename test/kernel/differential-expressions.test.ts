@@ -847,6 +847,8 @@ const xtMangle = (target: string, test: string): string => xtTableDump('mangle',
 function xtChainDump(chain: 'INPUT' | 'OUTPUT', test: string): string {
   return `*filter\n:INPUT ${chain === 'INPUT' ? 'DROP' : 'ACCEPT'} [0:0]\n:FORWARD ACCEPT [0:0]\n:OUTPUT ${chain === 'OUTPUT' ? 'DROP' : 'ACCEPT'} [0:0]\n-A ${chain} ${test} -j ACCEPT\nCOMMIT\n`;
 }
+/** An nft table dropping at forward (after filter FORWARD) what is not in conntrack zone `zone`. */
+const ZONE_IS = (zone: number, family: 'ip' | 'ip6' = 'ip'): string => `table ${family} z {\n  chain c {\n    type filter hook forward priority 10; policy accept;\n    ct zone != ${zone} drop\n  }\n}\n`;
 const ip6 = (c: Omit<XtCase, 'ip6'>): XtCase => ({ ...c, dump: `${IP6TABLES_SAVE}${c.dump}`, ip6: true });
 /** A SYN the node sends itself (from root's socket) to the server network. */
 const LOCAL_SYN: KernelPacket = { src: '198.51.100.10', dst: '198.51.100.20', protocol: 'tcp', sport: 40000, dport: 80, tcpFlags: 'syn', skuid: 0, skgid: 0 };
@@ -1147,8 +1149,17 @@ const XT_FEATURES: readonly XtCase[] = [
   // CT, NOTRACK.
   { name: 'xt CT: --helper ftp', open: 'not modelled: iptables target CT --helper', dump: xtTableDump('raw', ['PREROUTING -p tcp -m tcp --dport 21 -j CT --helper ftp'], '-m conntrack --ctstate NEW'), packet: { ...SYN, dport: 21 } },
   { name: 'xt CT: --zone-orig 1', open: 'not modelled: iptables target CT --zone-orig', dump: xtTableDump('raw', ['PREROUTING -j CT --zone-orig 1'], '-m conntrack --ctstate NEW'), packet: SYN },
-  { name: 'xt CT: --ctevents new', open: 'not modelled: iptables target CT --ctevents', dump: xtTableDump('raw', ['PREROUTING -j CT --ctevents new'], '-m conntrack --ctstate NEW'), packet: SYN },
-  { name: 'xt CT: --zone mark', open: 'not modelled: iptables target CT --zone mark', dump: xtTableDump('raw', ['PREROUTING -j CT --zone mark'], '-m conntrack --ctstate NEW'), packet: SYN },
+  // xt_ct_tg_check gives every CT but --notrack a template (zone 0 without --zone): --ctevents
+  // only picks the netlink events, but its template keeps NOTRACK and a later CT from the packet.
+  { name: 'xt CT: --ctevents new', dump: xtTableDump('raw', ['PREROUTING -j CT --ctevents new'], '-m conntrack --ctstate NEW'), packet: SYN },
+  { name: 'xt CT: --ctevents then NOTRACK: the template stays', dump: xtTableDump('raw', ['PREROUTING -j CT --ctevents new,destroy --expevents new', 'PREROUTING -j NOTRACK'], '-m conntrack --ctstate NEW'), packet: SYN },
+  { name: 'xt CT: --ctevents then --zone 5: zone 0 stays', dump: xtTableDump('raw', ['PREROUTING -j CT --ctevents related', 'PREROUTING -j CT --zone 5'], '-m conntrack --ctstate NEW'), nft: ZONE_IS(0), packet: SYN },
+  // --zone mark (NF_CT_FLAG_MARK, nf_ct_zone_tmpl): the zone is the mark's low 16 bits when
+  // conntrack looks the packet up, not when the target ran.
+  { name: 'xt CT: --zone mark', dump: xtTableDump('raw', ['PREROUTING -j CT --zone mark'], '-m conntrack --ctstate NEW'), packet: SYN },
+  { name: 'xt CT: --zone mark takes the low 16 bits of the mark', dump: xtTableDump('raw', ['PREROUTING -j CT --zone mark --ctevents new'], '-m conntrack --ctstate NEW'), nft: ZONE_IS(5), packet: { ...SYN, mark: 0x10005 } },
+  { name: 'xt CT: --zone mark reads the mark conntrack finds', dump: xtTableDump('raw', ['PREROUTING -j CT --zone mark', 'PREROUTING -j MARK --set-xmark 0x7/0xffffffff'], '-m conntrack --ctstate NEW'), nft: ZONE_IS(7), packet: { ...SYN, mark: 0x3 } },
+  ip6({ name: 'xt CT: IPv6 --zone mark', dump: xtTableDump('raw', ['PREROUTING -j CT --zone mark'], '-m conntrack --ctstate NEW'), nft: ZONE_IS(0x42, 'ip6'), packet: { ...SYN6, mark: 0x42 } }),
   { name: 'xt CT: --notrack at output', dump: `${xtTableDump('raw', ['OUTPUT -j CT --notrack'])}${xtChainDump('OUTPUT', '-m conntrack --ctstate UNTRACKED')}`, packet: LOCAL_SYN },
   // LOG, NFLOG, AUDIT, CHECKSUM, CLASSIFY, NFQUEUE: no effect on the way, or a verdict.
   { name: 'xt LOG: with options, then the rule after', dump: xtTableDump('filter', ['FORWARD -j LOG --log-prefix "x " --log-level 4 --log-tcp-options --log-uid', 'FORWARD -j DROP']), packet: SYN },

@@ -2796,6 +2796,27 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: iptables flows (
   const DNAT8080 = tb('nat', ['PREROUTING -d 192.0.2.10/32 -p tcp -m tcp --dport 8080 -j DNAT --to-destination 198.51.100.20:80', 'PREROUTING -d 192.0.2.10/32 -p udp -m udp --dport 5353 -j DNAT --to-destination 198.51.100.20:53', 'POSTROUTING -o eth1 -j MASQUERADE']);
 
   const XT_FLOWS: readonly XtFlow[] = [
+    // CT --zone mark (nf_ct_zone_tmpl with NF_CT_FLAG_MARK): each packet is looked up in the zone
+    // of its own mark's low 16 bits, the mark raw PREROUTING gives it by its TTL (the harness
+    // gives every packet of a flow the first one's). A reply without the mark is in zone 0 and
+    // misses the connection (it opens one of its own); a packet of another mark opens another;
+    // 0x10100 is zone 0x100 again.
+    {
+      name: 'xt flow: CT --zone mark, packets of other marks in other zones',
+      rulesets: v4(tb('raw', [
+        'PREROUTING -i eth0 -m ttl --ttl-eq 64 -j MARK --set-xmark 0x100/0xffffffff',
+        'PREROUTING -i eth0 -m ttl --ttl-eq 63 -j MARK --set-xmark 0x10100/0xffffffff',
+        'PREROUTING -i eth0 -m ttl --ttl-eq 62 -j MARK --set-xmark 0x200/0xffffffff',
+        'PREROUTING -i eth1 -m ttl --ttl-eq 63 -j MARK --set-xmark 0x100/0xffffffff',
+        'PREROUTING -j CT --zone mark',
+      ]), CTSTATES),
+      packets: [udp, { reply: true }, { ...udp, ttl: 63 }, { ...udp, ttl: 62 }, { reply: true, ttl: 63 }, udp],
+    },
+    {
+      name: 'xt flow: CT --zone mark --ctevents, both directions marked alike (TCP)',
+      rulesets: v4(tb('raw', ['PREROUTING -j MARK --set-xmark 0x300/0xffffffff', 'PREROUTING -j CT --zone mark --ctevents new,destroy']), CTSTATES),
+      packets: hs(syn),
+    },
     // A shifted port range (nf_nat_l4proto_unique_tuple, NF_NAT_RANGE_PROTO_OFFSET): port 80 and
     // port 1081 both shift to 1010 (1000 + (port - 70) % 1001); the second connection from the
     // same source finds that tuple taken and moves on to 1011.
