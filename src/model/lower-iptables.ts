@@ -1166,6 +1166,14 @@ class RuleLowering {
     return false;
   }
 
+  /** Kept as xt (xt-tcpoptstrip.ts), after xt_check_target's check of the target's .proto: a
+   * rule of `-p tcp`. */
+  tcpoptstrip(t: IptablesTarget): boolean {
+    const protocol = this.rule.protocol;
+    if (protocol?.number !== 6 || protocol.negated) this.diagnostics.push({ severity: 'error', code: 'bad-option', message: 'TCPOPTSTRIP needs -p tcp (the kernel refuses the rule)', span: t.span });
+    return false;
+  }
+
   tproxy(t: IptablesTarget): boolean {
     const get = (name: string) => t.options.find((o) => o.name === name);
     const port = get('on-port')?.value;
@@ -1305,7 +1313,7 @@ const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['cluster', 'connlabel', '
 
 // Targets kept as xt extensions whose effect the simulator gives (evaluate-stmt.ts
 // evaluateXtExtension): not reported either.
-const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'ECN', 'CHECKSUM', 'NETMAP', 'CONNMARK']);
+const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'ECN', 'CHECKSUM', 'NETMAP', 'CONNMARK', 'TCPOPTSTRIP']);
 
 // Targets kept as xt in some of their forms only, which the simulator gives (a shifted port
 // range, xt-shifted-nat.ts; CT's zone from the mark, xt-ct.ts).
@@ -1346,6 +1354,7 @@ const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
   CLASSIFY: p.classify,
   TEE: p.tee,
   ECN: p.ecnTarget,
+  TCPOPTSTRIP: p.tcpoptstrip,
 };
 
 // ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ import { familyBits, type Address, type AddressFamily } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
 import { chooseNexthop } from './multipath.js';
 import { evaluateExpr, type RtValue } from './evaluate-expr.js';
-import { payloadFieldBits, TCP_MSS_LENGTH, TCP_MSS_OPTION } from './packet-bytes.js';
+import { payloadFieldBits, TCP_MSS_LENGTH, TCP_NOP_OPTION, tcpOptionBytes } from './packet-bytes.js';
 import { isIptablesRule, NotModelled, routeKeyOf, type PacketState, type SimContext } from './sim-context.js';
 import { HOST_KEY } from './route-rules.js';
 
@@ -37,17 +37,31 @@ function mssOptionField(field: string | undefined, mss: number): bigint | undefi
 /** `tcp option @KIND,OFFSET,LENGTH` (bits): LENGTH bits of the option from OFFSET, its kind
  * byte first (nft_exthdr_tcp_eval copies priv->len bytes at priv->offset). Unlike a named field
  * the load has no NFT_EXTHDR_F_PRESENT: without the option, or past its length, the rule breaks
- * (checked on Linux 6.18). The only option nftsim's TCP packets carry is MSS: kind 2, length 4,
- * the size. */
+ * (checked on Linux 6.18). nftsim's TCP packets carry an MSS option (kind 2, length 4, the size)
+ * and the NOPs a stripped option left. */
 function rawTcpOption(option: string, p: PacketState): bigint | undefined {
   const match = /^@(\d+),(\d+),(\d+)$/.exec(option);
   if (!match) throw new NotModelled(`tcp option ${option}`);
   const [kind, offset, length] = match.slice(1).map(Number) as [number, number, number];
   if (offset % 8 !== 0 || length % 8 !== 0 || length === 0) throw new NotModelled(`tcp option ${option} (not whole bytes)`);
-  if (p.l4proto !== 6 || kind !== TCP_MSS_OPTION || p.tcpMss === undefined) return undefined;
-  const bytes = [TCP_MSS_OPTION, TCP_MSS_LENGTH, p.tcpMss >> 8, p.tcpMss & 0xff];
-  if (offset / 8 + length / 8 > bytes.length) return undefined;
+  const bytes = findTcpOption(p, kind);
+  if (!bytes || offset / 8 + length / 8 > bytes.length) return undefined;
   return bytes.slice(offset / 8, offset / 8 + length / 8).reduce((v, b) => (v << 8n) | BigInt(b), 0n);
+}
+
+/** The bytes of the first TCP option of `kind`, as nft_exthdr_tcp_eval walks the options: EOL,
+ * NOP and an option of length 0 take one byte (optlen), the header's last byte is never an
+ * option's start, and one running past the header is not found. */
+function findTcpOption(p: PacketState, kind: number): number[] | undefined {
+  if (p.l4proto !== 6) return undefined;
+  const options = tcpOptionBytes(p);
+  for (let i = 0; i < options.length - 1; ) {
+    const at = options[i]!;
+    const length = at <= TCP_NOP_OPTION || options[i + 1] === 0 ? 1 : options[i + 1]!;
+    if (at === kind) return i + length > options.length ? undefined : options.slice(i, i + length);
+    i += length;
+  }
+  return undefined;
 }
 
 /** Interface MTUs: the host model has none; veth and Ethernet default to 1500, loopback to 65536
@@ -268,6 +282,8 @@ export function evaluateSpecialExpr(expr: SpecialExpr, ctx: SimContext): RtValue
       // inversion without the option: a size no range holds (-1) does that.
       if (expr.option.startsWith('@')) return rawTcpOption(expr.option, p);
       if (expr.option === 'maxseg' && p.l4proto === 6 && p.tcpMss !== undefined) return mssOptionField(expr.field, p.tcpMss);
+      // A NOP (the kernel's fill of a stripped option): its existence and its kind byte.
+      if (expr.option === 'nop' && (expr.field === undefined || expr.field === 'kind') && findTcpOption(p, TCP_NOP_OPTION)) return 1n;
       if (expr.option === 'maxseg' && expr.field === 'size' && isIptablesRule(ctx)) return -1n;
       return absent(expr.field);
     case 'ip-option':

@@ -26,9 +26,10 @@ import { runNetmapTarget } from './xt-netmap.js';
 import { attachZoneTemplate } from './zone-template.js';
 import { runShiftedNatTarget } from './xt-shifted-nat.js';
 import { runCtTarget } from './xt-ct.js';
+import { runTcpOptStripTarget, stripTcpOptions } from './xt-tcpoptstrip.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
-import { headersLength, TCP_MSS_LENGTH, writePayload } from './packet-bytes.js';
+import { headersLengthOf, TCP_MSS_LENGTH, TCP_MSS_OPTION, writePayload } from './packet-bytes.js';
 import { isLimitPassed, isQuotaPassed } from './limit-and-quota.js';
 import { natField, natKeyOf, replyTransport, uniqueTuple, type NatRequest, type NatValue } from './unique-tuple.js';
 import { NAT_MANIP } from './pipeline.js';
@@ -256,10 +257,10 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
     case 'unsupported':
       throw new NotModelled(`'${stmt.text}'`);
     case 'option-reset':
-      // nft_exthdr_tcp_strip_eval: no TCP header breaks the rule; nftsim's TCP packets carry no
-      // option but an MSS one, which it would overwrite with NOPs (not modelled).
+      // nft_exthdr_tcp_strip_eval: no TCP header breaks the rule; the option found is
+      // overwritten with NOPs, as TCPOPTSTRIP does (xt-tcpoptstrip.ts).
       if (ctx.pkt.l4proto !== 6) return NO_MATCH;
-      if (stmt.target.option === 'maxseg' && ctx.pkt.tcpMss !== undefined) throw new NotModelled('reset tcp option maxseg of a packet with one (the option is overwritten with NOPs)');
+      if (stmt.target.option === 'maxseg') stripTcpOptions(ctx.pkt, [TCP_MSS_OPTION]);
       return undefined;
     case 'dup':
       // nft_dup_ipv4/6: a copy goes to the given address or device; the packet itself goes on
@@ -323,9 +324,10 @@ function setTcpOption(target: Extract<Expr, { kind: 'tcp-option' }>, valueExpr: 
   if (p.l4proto !== 6) return iptables ? undefined : NO_MATCH;
   // A raw write into the MSS option the packet carries is not modelled; into one it lacks, it
   // finds nothing to write, as a named one (nft_exthdr_tcp_set_eval).
-  if (target.option.startsWith('@') && p.tcpMss !== undefined) throw new NotModelled(`tcp option ${target.option} set`);
+  if (target.option.startsWith('@') && (p.tcpMss !== undefined || p.tcpNops !== undefined)) throw new NotModelled(`tcp option ${target.option} set`);
   if (target.option !== 'maxseg' || target.field !== 'size') return undefined;
-  if (p.tcpMss === undefined && (!iptables || p.length > headersLength(ctx.family, p.l4proto))) return undefined;
+  // TCPMSS inserts into a header without data, its options (the NOPs of a stripped one) aside.
+  if (p.tcpMss === undefined && (!iptables || p.length > headersLengthOf(ctx.family, p))) return undefined;
   const mss = integerOf(value, 'tcp option maxseg size set') & 0xffff;
   if (p.tcpMss !== undefined) {
     if (mss < p.tcpMss) p.tcpMss = mss;
@@ -404,6 +406,10 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
   if (stmt.name === 'CHECKSUM') return undefined; // fills in a partial checksum: no effect on the way
   if (stmt.name === 'NETMAP') return runNetmapTarget(stmt, ctx);
   if (stmt.name === 'DNAT' || stmt.name === 'SNAT' || stmt.name === 'MASQUERADE') return runShiftedNatTarget(stmt, ctx);
+  if (stmt.name === 'TCPOPTSTRIP') {
+    runTcpOptStripTarget(stmt, ctx);
+    return undefined;
+  }
   if (stmt.name === 'CT') {
     runCtTarget(stmt, ctx);
     return undefined;

@@ -111,13 +111,26 @@ const DEFAULT_ECHO_SEQUENCE = 1;
 const IP_DF = 0x4000;
 const ICMP_ECHO_TYPES = new Set([0, 8, 128, 129]);
 
-/** TCPOPT_MSS and TCPOLEN_MSS (include/net/tcp.h). */
+/** TCPOPT_NOP, TCPOPT_MSS and TCPOLEN_MSS (include/net/tcp.h). */
+export const TCP_NOP_OPTION = 1;
 export const TCP_MSS_OPTION = 2;
 export const TCP_MSS_LENGTH = 4;
 
-/** The transport header's length: its protocol's, with the MSS option the packet carries. */
+/** The bytes of the TCP options the packet carries: the MSS option first, then the NOPs a
+ * stripped option left (sim-context.ts PacketState). */
+export function tcpOptionBytes(p: Pick<PacketState, 'tcpMss' | 'tcpNops'>): number[] {
+  const mss = p.tcpMss === undefined ? [] : [TCP_MSS_OPTION, TCP_MSS_LENGTH, p.tcpMss >> 8, p.tcpMss & 0xff];
+  return [...mss, ...new Array<number>(p.tcpNops ?? 0).fill(TCP_NOP_OPTION)];
+}
+
+/** The transport header's length: its protocol's, with the TCP options the packet carries. */
 function transportLength(p: PacketState): number {
-  return (TRANSPORT_LENGTH[p.l4proto] ?? 0) + (p.tcpMss !== undefined ? TCP_MSS_LENGTH : 0);
+  return (TRANSPORT_LENGTH[p.l4proto] ?? 0) + (p.tcpMss !== undefined ? TCP_MSS_LENGTH : 0) + (p.tcpNops ?? 0);
+}
+
+/** The length of the packet's headers, TCP options included: beyond it is data. */
+export function headersLengthOf(family: AddressFamily, p: PacketState): number {
+  return networkLength(family) + transportLength(p);
 }
 
 /** The header length of the network header of `family` (no options, no extension headers). */
@@ -177,11 +190,7 @@ export function serialiseHeaders(family: AddressFamily, p: PacketState): StoredH
     case 6:
       th[12] = ((th.length / 4) << 4) | (th[12]! & 0x0f);
       th[13] = p.tcpFlags;
-      if (p.tcpMss !== undefined) {
-        th[20] = TCP_MSS_OPTION;
-        th[21] = TCP_MSS_LENGTH;
-        tv.setUint16(22, p.tcpMss);
-      }
+      th.set(tcpOptionBytes(p), 20);
       break;
     case 17:
       tv.setUint16(4, l4Length);

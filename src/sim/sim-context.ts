@@ -53,6 +53,9 @@ export interface PacketState {
   /** The TCP MSS option's value: the input's, or one iptables' TCPMSS inserted (absent: the
    * packet has no TCP options, packet-bytes.ts). */
   tcpMss?: number;
+  /** NOP bytes after the MSS option (or in its place): what the kernel wrote over an option it
+   * stripped (xt_TCPOPTSTRIP.c, nft_exthdr_tcp_strip_eval), which stay in the header. */
+  tcpNops?: number;
 }
 
 /** The serialised network and transport headers (packet-bytes.ts). `checksumLag`: the IPv4

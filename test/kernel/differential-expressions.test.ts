@@ -73,6 +73,10 @@ function v4words(a: string): number[] {
 function synChecksum(o: { src?: string; dst?: string; sport?: number; dport?: number; flags?: number; window?: number }): number {
   return csum16([...v4words(o.src ?? '192.0.2.99'), ...v4words(o.dst ?? '198.51.100.20'), 6, 20, o.sport ?? 40000, o.dport ?? 80, 0x1000, 0, 0, 0, 0x5000 | (o.flags ?? 2), o.window ?? 64240, 0, 0]);
 }
+/** TCP checksum of a SYN (IPv4) whose options are four NOPs: a stripped MSS option. */
+function nopSynChecksum(): number {
+  return csum16([...v4words('192.0.2.99'), ...v4words('198.51.100.20'), 6, 24, 40000, 80, 0x1000, 0, 0, 0, 0x6002, 64240, 0, 0, 0x0101, 0x0101]);
+}
 function udpChecksum(o: { src?: string; dst?: string; sport?: number; dport?: number }): number {
   const s = csum16([...v4words(o.src ?? '192.0.2.99'), ...v4words(o.dst ?? '198.51.100.20'), 17, 8, o.sport ?? 40000, o.dport ?? 53, 8, 0]);
   return s === 0 ? 0xffff : s;
@@ -360,6 +364,9 @@ const CASES: readonly ExpressionCase[] = [
   { name: 'quota over', rules: 'quota over 39 bytes accept', packet: SYN },
   { name: 'meta priority set, then meta priority', rules: 'meta priority set 5\n    meta priority 5 accept', packet: SYN },
   { name: 'reset tcp option of an absent option', rules: 'reset tcp option maxseg accept', packet: SYN },
+  // nft_exthdr_tcp_strip_eval writes NOPs over the option and updates the checksum.
+  { name: 'reset tcp option maxseg: NOPs in its place', rules: 'reset tcp option maxseg\n    tcp option maxseg exists drop\n    tcp option @2,16,16 1460 drop\n    @th,160,32 0x01010101 tcp option nop exists accept', packet: SYN_MSS },
+  { name: 'reset tcp option maxseg: the checksum follows', rules: `reset tcp option maxseg\n    tcp checksum ${nopSynChecksum()} accept`, packet: SYN_MSS },
   { name: 'tcp option maxseg size set of an absent option changes nothing', rules: 'tcp option maxseg size set 1400 meta length 40 accept', packet: SYN },
   // nft_exthdr_tcp_set_eval lowers an MSS the packet has, never raises it; without a TCP header
   // (nft_tcp_header_pointer) it breaks the rule, as the option's reset does.
@@ -1175,7 +1182,22 @@ const XT_FEATURES: readonly XtCase[] = [
   { name: 'xt NFQUEUE: --queue-bypass without a listener', open: 'nftsim queued; the kernel, with no listener on queue 5 and bypass, goes on (accept): forwarded', dump: '*filter\n:INPUT ACCEPT [0:0]\n:FORWARD DROP [0:0]\n:OUTPUT ACCEPT [0:0]\n-A FORWARD -j NFQUEUE --queue-num 5 --queue-bypass\nCOMMIT\n', packet: SYN },
   { name: 'xt NFQUEUE: without a listener', open: 'nftsim queued; the kernel, with no listener, drops', dump: xtTableDump('filter', ['FORWARD -j NFQUEUE --queue-num 5']), packet: SYN },
   // Targets nftsim does not lower.
-  { name: 'xt TCPOPTSTRIP: strips the MSS option', open: 'not modelled: iptables target TCPOPTSTRIP (kernel: the MSS option becomes NOPs)', dump: xtMangle('-p tcp -j TCPOPTSTRIP --strip-options mss', '-p tcp -m tcpmss --mss 1460'), packet: SYN_MSS },
+  // TCPOPTSTRIP (xt_TCPOPTSTRIP.c): the option's bytes become NOPs, the header keeps its length,
+  // the checksum is updated; iptables-save writes the kinds as numbers.
+  { name: 'xt TCPOPTSTRIP: strips the MSS option', dump: xtMangle('-p tcp -j TCPOPTSTRIP --strip-options mss', '-p tcp -m tcpmss --mss 1460'), packet: SYN_MSS },
+  { name: 'xt TCPOPTSTRIP: then ! --mss matches (no option)', dump: xtMangle('-p tcp -j TCPOPTSTRIP --strip-options 2', '-p tcp -m tcpmss ! --mss 1460'), packet: SYN_MSS },
+  { name: 'xt TCPOPTSTRIP: then --tcp-option 1 finds the NOPs', dump: xtMangle('-p tcp -j TCPOPTSTRIP --strip-options 2', '-p tcp -m tcp --tcp-option 1'), packet: SYN_MSS },
+  { name: 'xt TCPOPTSTRIP: then ! --tcp-option 2', dump: xtMangle('-p tcp -j TCPOPTSTRIP --strip-options mss,wscale', '-p tcp -m tcp ! --tcp-option 2'), packet: SYN_MSS },
+  { name: 'xt TCPOPTSTRIP: other kinds leave the MSS option', dump: xtMangle('-p tcp -j TCPOPTSTRIP --strip-options wscale,sack-permitted,timestamp,md5', '-p tcp -m tcpmss --mss 1460'), packet: SYN_MSS },
+  { name: 'xt TCPOPTSTRIP: a SYN without options keeps none', dump: xtMangle('-p tcp -j TCPOPTSTRIP --strip-options mss', '-p tcp -m tcp ! --tcp-option 1'), packet: SYN },
+  { name: 'xt TCPOPTSTRIP: then TCPMSS inserts an MSS option before the NOPs', dump: xtTableDump('mangle', ['FORWARD -p tcp -j TCPOPTSTRIP --strip-options mss', 'FORWARD -p tcp -j TCPMSS --set-mss 1000'], '-p tcp -m tcpmss --mss 536'), packet: SYN_MSS },
+  {
+    name: 'xt TCPOPTSTRIP: what nft reads after it: the bytes, the options, the checksum',
+    dump: xtTableDump('mangle', ['PREROUTING -p tcp -j TCPOPTSTRIP --strip-options mss'], '-p tcp'),
+    nft: `table inet r {\n  chain c {\n    type filter hook forward priority 10; policy accept;\n    @th,160,32 != 0x01010101 drop\n    tcp option maxseg exists drop\n    tcp option @2,16,16 1460 drop\n    tcp option nop missing drop\n    tcp checksum != ${nopSynChecksum()} drop\n  }\n}\n`,
+    packet: SYN_MSS,
+  },
+  ip6({ name: 'xt TCPOPTSTRIP: IPv6 strips the MSS option', dump: xtMangle('-p tcp -j TCPOPTSTRIP --strip-options mss', '-p tcp -m tcpmss ! --mss 0:65535'), packet: { ...SYN6, tcpMss: 1440 } }),
   { name: 'xt ECN: --ecn-tcp-remove', dump: xtMangle('-p tcp -j ECN --ecn-tcp-remove', '-p tcp -m ecn ! --ecn-tcp-ece ! --ecn-tcp-cwr'), packet: SYN_ECN },
   { name: 'xt ECN: --ecn-ip-ect 1', dump: xtMangle('-j ECN --ecn-ip-ect 1', '-m ecn --ecn-ip-ect 1'), packet: SYN },
   { name: 'xt ECN: --ecn-tcp-cwr 1', dump: xtMangle('-p tcp -j ECN --ecn-tcp-cwr 1', '-p tcp -m ecn --ecn-tcp-cwr'), packet: SYN },

@@ -130,7 +130,7 @@ describe('limit and quota in a freshly loaded ruleset (nft_limit.c, nft_quota.c)
 
 // nft_exthdr_tcp_set_eval and nft_exthdr_tcp_strip_eval break the rule without a TCP header
 // (kernel rows "tcp option maxseg size set of … breaks", "reset tcp option of a UDP packet
-// breaks"); resetting the MSS option a packet has (NOPs in its place) is not modelled.
+// breaks"); resetting the MSS option a packet has leaves NOPs in its place.
 describe('TCP option statements', () => {
   const input = (rule: string): string => `table inet t {\n\tchain in { type filter hook input priority 0; ${rule} meta mark set 0x1; }\n}\n`;
   it.each([
@@ -141,10 +141,10 @@ describe('TCP option statements', () => {
     expect(simulateOne(input(rule), { ...LOCAL, ...fields }).mark).toBe(mark);
   });
 
-  it('reset tcp option maxseg of a packet with one is not modelled', () => {
+  it('reset tcp option maxseg of a packet with one leaves NOPs (xt-tcpoptstrip.test.ts)', () => {
     const o = simulateOne(input('reset tcp option maxseg'), { ...LOCAL, tcpMss: 1460 });
-    expect(o.trace.find((e) => e.kind === 'unsupported')?.reason).toContain('reset tcp option maxseg of a packet with one');
-    expect(o.uncertain).toBe(true);
+    expect(o.trace.filter((e) => e.kind === 'unsupported')).toEqual([]);
+    expect(o.mark).toBe('0x00000001');
   });
 });
 

@@ -236,6 +236,7 @@ const TARGETS: readonly ExtensionSpec[] = [
   defineExtension('CT', ['notrack flag', 'zone string', 'zone-orig string', 'zone-reply string', 'helper string', 'ctevents names', 'expevents names', 'timeout string']),
   defineExtension('TPROXY', ['on-port number', 'on-ip address', 'tproxy-mark mark']),
   defineExtension('TCPMSS', ['set-mss number', 'clamp-mss-to-pmtu flag']),
+  defineExtension('TCPOPTSTRIP', ['strip-options string']),
   defineExtension('CHECKSUM', ['checksum-fill flag']),
   defineExtension('TRACE', []),
   defineExtension('NFQUEUE', ['queue-num number', 'queue-balance number-range', 'queue-bypass flag', 'fail-open flag', 'queue-cpu-fanout flag']),
