@@ -1313,7 +1313,7 @@ const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['cluster', 'connlabel', '
 
 // Targets kept as xt extensions whose effect the simulator gives (evaluate-stmt.ts
 // evaluateXtExtension): not reported either.
-const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'ECN', 'CHECKSUM', 'NETMAP', 'CONNMARK', 'TCPOPTSTRIP']);
+const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'ECN', 'CHECKSUM', 'NETMAP', 'CONNMARK', 'TCPOPTSTRIP', 'HMARK']);
 
 // Targets kept as xt in some of their forms only, which the simulator gives (a shifted port
 // range, xt-shifted-nat.ts; CT's zone from the mark, xt-ct.ts).

@@ -26,6 +26,7 @@ import { runNetmapTarget } from './xt-netmap.js';
 import { attachZoneTemplate } from './zone-template.js';
 import { runShiftedNatTarget } from './xt-shifted-nat.js';
 import { runCtTarget } from './xt-ct.js';
+import { runHmarkTarget } from './xt-hmark.js';
 import { runTcpOptStripTarget, stripTcpOptions } from './xt-tcpoptstrip.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
 import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
@@ -406,6 +407,10 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
   if (stmt.name === 'CHECKSUM') return undefined; // fills in a partial checksum: no effect on the way
   if (stmt.name === 'NETMAP') return runNetmapTarget(stmt, ctx);
   if (stmt.name === 'DNAT' || stmt.name === 'SNAT' || stmt.name === 'MASQUERADE') return runShiftedNatTarget(stmt, ctx);
+  if (stmt.name === 'HMARK') {
+    runHmarkTarget(stmt, ctx);
+    return undefined;
+  }
   if (stmt.name === 'TCPOPTSTRIP') {
     runTcpOptStripTarget(stmt, ctx);
     return undefined;

@@ -1202,7 +1202,26 @@ const XT_FEATURES: readonly XtCase[] = [
   { name: 'xt ECN: --ecn-ip-ect 1', dump: xtMangle('-j ECN --ecn-ip-ect 1', '-m ecn --ecn-ip-ect 1'), packet: SYN },
   { name: 'xt ECN: --ecn-tcp-cwr 1', dump: xtMangle('-p tcp -j ECN --ecn-tcp-cwr 1', '-p tcp -m ecn --ecn-tcp-cwr'), packet: SYN },
   { name: 'xt ECN: --ecn-tcp-ece 0 of a SYN with ECE', dump: xtMangle('-p tcp -j ECN --ecn-tcp-ece 0', '-p tcp -m ecn ! --ecn-tcp-ece'), packet: SYN_ECN },
-  { name: 'xt HMARK: sets a mark in its range', open: 'not modelled: iptables target HMARK (kernel: mark 0x100)', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple src --hmark-mod 1 --hmark-rnd 0x1 --hmark-offset 0x100'], '-m mark --mark 0x100'), packet: SYN },
+  // HMARK (xt_HMARK.c): the mark is the hash, which the trace shows at each policy event after
+  // the target (mangle's chains accept by policy).
+  { name: 'xt HMARK: sets a mark in its range', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple src --hmark-mod 1 --hmark-rnd 0x1 --hmark-offset 0x100'], '-m mark --mark 0x100'), packet: SYN },
+  ...([['TCP', SYN], ['UDP', UDP], ['an echo (no ports)', PING], ['an ICMP error (the quoted header)', ICMP_PORT_UNREACH]] as const).map(([what, packet]) => ({
+    name: `xt HMARK: the 5-tuple of ${what}, mod 1000 from 10000`,
+    dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple src,dst,sport,dport,proto --hmark-mod 1000 --hmark-rnd 0xcafe --hmark-offset 10000'], ''),
+    packet,
+  })),
+  { name: 'xt HMARK: prefixes and masks, as iptables-save prints them', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-src-prefix 24 --hmark-dst-prefix 16 --hmark-sport-mask 0xff00 --hmark-dport-mask 0xffff --hmark-proto-mask 0xff --hmark-rnd 0xdeadbeef --hmark-mod 65536'], ''), packet: SYN },
+  { name: 'xt HMARK: port sets or-ed into masked ports', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-src-prefix 32 --hmark-sport 0x1234 --hmark-dport 0x8 --hmark-dport-mask 0xf0 --hmark-rnd 0x7 --hmark-mod 4096 --hmark-offset 0x50000'], ''), packet: SYN },
+  { name: 'xt HMARK: --hmark-spi-mask masks the ports of TCP', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple dst --hmark-spi-mask 0xffff0000 --hmark-rnd 0x99 --hmark-mod 997'], ''), packet: SYN },
+  { name: 'xt HMARK: tuple words as prefixes, in any case', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple SRC,dp,Pro --hmark-rnd 0x3 --hmark-mod 100000'], ''), packet: SYN },
+  { name: 'xt HMARK: the whole mark is replaced', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple dst --hmark-rnd 0x1 --hmark-mod 16'], ''), packet: { ...SYN, mark: 0xff000000 } },
+  { name: 'xt HMARK: ct mode after DNAT hashes the reply source', dump: `${xtTableDump('nat', ['PREROUTING -p tcp -j DNAT --to-destination 198.51.100.30:8080'])}${xtTableDump('mangle', ['FORWARD -j HMARK --hmark-tuple ct,src,dst,sport,dport,proto --hmark-rnd 0x1234 --hmark-mod 1000000'], '')}`, packet: SYN },
+  { name: 'xt HMARK: ct mode before conntrack leaves the mark', dump: xtTableDump('raw', ['PREROUTING -j HMARK --hmark-tuple ct,src --hmark-rnd 0x1 --hmark-mod 16'], ''), packet: { ...SYN, mark: 0x5 } },
+  { name: 'xt HMARK: ct mode of an echo: no ports', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple ct,src,dst,sport,dport --hmark-sport 0x1 --hmark-rnd 0x1 --hmark-mod 100000'], ''), packet: PING },
+  ip6({ name: 'xt HMARK: IPv6 5-tuple', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple src,dst,sport,dport,proto --hmark-rnd 0xcafe --hmark-mod 1000 --hmark-offset 10000'], ''), packet: SYN6 }),
+  ip6({ name: 'xt HMARK: IPv6 prefixes', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-src-prefix 48 --hmark-dst-prefix 100 --hmark-rnd 0x11 --hmark-mod 65536'], ''), packet: SYN6 }),
+  ip6({ name: 'xt HMARK: IPv6 ct mode of an echo: the identifier twice', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple ct,src,dst,sport,dport,proto --hmark-rnd 0x1 --hmark-mod 100000'], ''), packet: PING6 }),
+  ip6({ name: 'xt HMARK: IPv6 ICMP error: the quoted header', dump: xtTableDump('mangle', ['PREROUTING -j HMARK --hmark-tuple src,dst,sport,dport,proto --hmark-rnd 0x5 --hmark-mod 100000'], ''), packet: ICMP6_PORT_UNREACH }),
 ];
 
 async function checkXtCase(c: XtCase): Promise<void> {

@@ -2817,6 +2817,22 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: iptables flows (
       rulesets: v4(tb('raw', ['PREROUTING -j MARK --set-xmark 0x300/0xffffffff', 'PREROUTING -j CT --zone mark --ctevents new,destroy']), CTSTATES),
       packets: hs(syn),
     },
+    // HMARK (xt_HMARK.c) hashes the smaller address and port first: both directions of a
+    // connection get one mark, from the packet or (ct) from the entry's tuples, where a DNAT's
+    // reply source stands for the destination.
+    {
+      name: 'xt flow: HMARK gives both directions one mark, packet and ct modes',
+      rulesets: v4(tb('mangle', [
+        'PREROUTING -j HMARK --hmark-tuple src,dst,sport,dport,proto --hmark-rnd 0x42 --hmark-mod 256 --hmark-offset 0x100',
+        'FORWARD -j HMARK --hmark-tuple ct,src,dst,sport,dport,proto --hmark-rnd 0x42 --hmark-mod 65536 --hmark-offset 0x10000',
+      ])),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: HMARK ct mode of a DNATed connection, both directions',
+      rulesets: v4(DNAT8080, tb('mangle', ['FORWARD -j HMARK --hmark-tuple ct,src,dst,sport,dport,proto --hmark-rnd 0x77 --hmark-mod 1000000'])),
+      packets: [{ ...udp, dst: '192.0.2.10', dport: 5353 }, { reply: true }, { ...udp, dst: '192.0.2.10', dport: 5353 }],
+    },
     // A shifted port range (nf_nat_l4proto_unique_tuple, NF_NAT_RANGE_PROTO_OFFSET): port 80 and
     // port 1081 both shift to 1010 (1000 + (port - 70) % 1001); the second connection from the
     // same source finds that tuple taken and moves on to 1011.
