@@ -11,7 +11,8 @@
 //   default IP_PMTUDISC_WANT), header checksum computed;
 // - IPv6: flow label 0, no extension headers;
 // - TCP: sequence 0x10000000, ack 0, data offset 5 (no options; 6 with the MSS option the input
-//   gives, `tcpMss`, or iptables' TCPMSS inserts), reserved 0, window 64240, urgent pointer 0;
+//   gives, `tcpMss`, or iptables' TCPMSS inserts, and the NOPs a stripped one left after it,
+//   `tcpNops`), reserved 0, window 64240, urgent pointer 0;
 //   UDP: length from the packet length; UDP-Lite: checksum coverage 0 (all);
 //   ICMP/ICMPv6 queries and their answers: the packet's identifier (40000 unless given,
 //   packet.ts), echo sequence 1 (other types: the rest of the header 0);
