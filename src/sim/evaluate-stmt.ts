@@ -407,32 +407,9 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
   if (stmt.name === 'CHECKSUM') return undefined; // fills in a partial checksum: no effect on the way
   if (stmt.name === 'NETMAP') return runNetmapTarget(stmt, ctx);
   if (stmt.name === 'DNAT' || stmt.name === 'SNAT' || stmt.name === 'MASQUERADE') return runShiftedNatTarget(stmt, ctx);
-  if (stmt.name === 'HMARK') {
-    runHmarkTarget(stmt, ctx);
-    return undefined;
-  }
-  if (stmt.name === 'TCPOPTSTRIP') {
-    runTcpOptStripTarget(stmt, ctx);
-    return undefined;
-  }
-  if (stmt.name === 'CT') {
-    runCtTarget(stmt, ctx);
-    return undefined;
-  }
-  if (stmt.name === 'SET') {
-    runSetTarget(stmt, ctx);
-    return undefined;
-  }
-  if (stmt.name === 'TTL' || stmt.name === 'HL') {
-    setHopLimit(stmt, ctx);
-    return undefined;
-  }
-  if (stmt.name === 'TOS') {
-    setTos(stmt, ctx);
-    return undefined;
-  }
-  if (stmt.name === 'ECN') {
-    setEcn(stmt, ctx);
+  const effect = XT_TARGET_EFFECTS[stmt.name];
+  if (effect) {
+    effect(stmt, ctx);
     return undefined;
   }
   if (stmt.name === 'CONNMARK' && (option('save-mark') || option('restore-mark'))) {
@@ -454,6 +431,19 @@ function evaluateXtExtension(stmt: XtExtensionStmt, ctx: SimContext): RuleResult
   }
   throw new NotModelled(XT_NOT_MODELLED[stmt.name] ?? `iptables target ${stmt.name}`);
 }
+
+/** The xt targets kept as xt whose effect is on the packet or its conntrack template, and
+ * which go on to the next rule (XT_CONTINUE). */
+const XT_TARGET_EFFECTS: Readonly<Record<string, (stmt: XtExtensionStmt, ctx: SimContext) => void>> = {
+  SET: runSetTarget,
+  TTL: setHopLimit,
+  HL: setHopLimit,
+  TOS: setTos,
+  ECN: setEcn,
+  CT: runCtTarget,
+  HMARK: runHmarkTarget,
+  TCPOPTSTRIP: runTcpOptStripTarget,
+};
 
 /** xt_HL.c ttl_tg and hl_tg6: the IPv4 TTL (TTL, an ip table's) or the IPv6 hop limit (HL, an
  * ip6 table's) set to the option's value, or raised or lowered by it within 0-255. The routing

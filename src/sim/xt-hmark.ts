@@ -70,96 +70,59 @@ export function hmarkHash(t: HmarkTuple, info: Pick<HmarkInfo, 'protoMask' | 'rn
   return (Number((BigInt(hash) * BigInt(info.mod ?? 1)) >> 32n) + info.offset) >>> 0;
 }
 
+type Setter = (info: HmarkInfo, n: number, prefix: (length: number) => bigint) => void;
+
+/** What each numeric option sets (libxt_HMARK.c HMARK_opts). The SPI's mask and value share the
+ * ports' word (union hmark_ports), its high half the source port's. */
+const OPTION_SETTERS: Readonly<Record<string, Setter>> = {
+  'hmark-src-prefix': (info, n, prefix) => void (info.srcMask = prefix(n)),
+  'hmark-dst-prefix': (info, n, prefix) => void (info.dstMask = prefix(n)),
+  'hmark-sport-mask': (info, n) => void (info.sportMask = n & 0xffff),
+  'hmark-dport-mask': (info, n) => void (info.dportMask = n & 0xffff),
+  'hmark-spi-mask': (info, n) => void ([info.sportMask, info.dportMask] = [n >>> 16, n & 0xffff]),
+  'hmark-sport': (info, n) => void (info.sportSet = n & 0xffff),
+  'hmark-dport': (info, n) => void (info.dportSet = n & 0xffff),
+  'hmark-spi': (info, n) => void ([info.sportSet, info.dportSet] = [n >>> 16, n & 0xffff]),
+  'hmark-proto-mask': (info, n) => void (info.protoMask = n & 0xffff),
+  'hmark-rnd': (info, n) => void (info.rnd = n >>> 0),
+  'hmark-mod': (info, n) => void (info.mod = n >>> 0),
+  'hmark-offset': (info, n) => void (info.offset = n >>> 0),
+};
+
+/** What each `--hmark-tuple` word sets (hmark_parse): its masks all-ones, or ct mode. */
+const TUPLE_SETTERS: Readonly<Record<(typeof TUPLE_WORDS)[number], (info: HmarkInfo, all: bigint) => void>> = {
+  ct: (info) => void (info.ct = true),
+  src: (info, all) => void (info.srcMask = all),
+  dst: (info, all) => void (info.dstMask = all),
+  sport: (info) => void (info.sportMask = 0xffff),
+  dport: (info) => void (info.dportMask = 0xffff),
+  proto: (info) => void (info.protoMask = 0xffff),
+  spi: (info) => void ([info.sportMask, info.dportMask] = [0xffff, 0xffff]),
+};
+
 /** The options in order, as libxt_HMARK.c applies them: a later one overrides what an earlier
  * one set of the same mask. */
 function readHmarkInfo(stmt: XtExtensionStmt, bits: number): HmarkInfo {
   const all = (1n << BigInt(bits)) - 1n;
+  const prefix = (length: number): bigint => (length >= bits ? all : all ^ (all >> BigInt(length)));
   const info: HmarkInfo = { srcMask: 0n, dstMask: 0n, sportMask: 0, dportMask: 0, sportSet: 0, dportSet: 0, protoMask: 0, rnd: undefined, mod: undefined, offset: 0, ct: false };
   for (const o of stmt.options) {
-    const n = o.value.type === 'number' ? o.value.n : undefined;
     if (o.name === 'hmark-tuple' && o.value.type === 'string') {
-      for (const word of o.value.s.split(',')) applyTupleWord(info, word, all, o.value.s);
+      for (const word of o.value.s.split(',')) {
+        const lower = word.toLowerCase();
+        const name = lower === '' ? undefined : TUPLE_WORDS.find((w) => w.startsWith(lower));
+        if (!name) throw new NotModelled(`iptables target HMARK --hmark-tuple ${o.value.s} (iptables refuses "${word}")`);
+        TUPLE_SETTERS[name](info, all);
+      }
       continue;
     }
-    if (n === undefined) throw new NotModelled(`iptables target HMARK --${o.name} '${o.args.join(' ')}'`);
-    const prefix = (length: number): bigint => (length >= bits ? all : all ^ (all >> BigInt(length)));
-    switch (o.name) {
-      case 'hmark-src-prefix':
-        info.srcMask = prefix(n);
-        break;
-      case 'hmark-dst-prefix':
-        info.dstMask = prefix(n);
-        break;
-      case 'hmark-sport-mask':
-        info.sportMask = n & 0xffff;
-        break;
-      case 'hmark-dport-mask':
-        info.dportMask = n & 0xffff;
-        break;
-      // The SPI's mask and value share the ports' word (union hmark_ports), its high half the
-      // source port's.
-      case 'hmark-spi-mask':
-        [info.sportMask, info.dportMask] = [n >>> 16, n & 0xffff];
-        break;
-      case 'hmark-sport':
-        info.sportSet = n & 0xffff;
-        break;
-      case 'hmark-dport':
-        info.dportSet = n & 0xffff;
-        break;
-      case 'hmark-spi':
-        [info.sportSet, info.dportSet] = [n >>> 16, n & 0xffff];
-        break;
-      case 'hmark-proto-mask':
-        info.protoMask = n & 0xffff;
-        break;
-      case 'hmark-rnd':
-        info.rnd = n >>> 0;
-        break;
-      case 'hmark-mod':
-        info.mod = n >>> 0;
-        break;
-      case 'hmark-offset':
-        info.offset = n >>> 0;
-        break;
-      default:
-        throw new NotModelled(`iptables target HMARK --${o.name}`);
-    }
+    const setter = OPTION_SETTERS[o.name];
+    if (o.value.type !== 'number' || !setter) throw new NotModelled(`iptables target HMARK --${o.name} '${o.args.join(' ')}'`);
+    setter(info, o.value.n, prefix);
   }
   // HMARK_check and hmark_tg_check: both are mandatory, the modulus not 0.
   if (info.rnd === undefined || !info.mod) throw new NotModelled('iptables target HMARK without --hmark-rnd and a --hmark-mod of 1 or more (iptables refuses it)');
   return info;
-}
-
-function applyTupleWord(info: HmarkInfo, word: string, all: bigint, text: string): void {
-  const lower = word.toLowerCase();
-  const name = lower === '' ? undefined : TUPLE_WORDS.find((w) => w.startsWith(lower));
-  switch (name) {
-    case 'ct':
-      info.ct = true;
-      return;
-    case 'src':
-      info.srcMask = all;
-      return;
-    case 'dst':
-      info.dstMask = all;
-      return;
-    case 'sport':
-      info.sportMask = 0xffff;
-      return;
-    case 'dport':
-      info.dportMask = 0xffff;
-      return;
-    case 'proto':
-      info.protoMask = 0xffff;
-      return;
-    case 'spi':
-      info.sportMask = 0xffff;
-      info.dportMask = 0xffff;
-      return;
-    default:
-      throw new NotModelled(`iptables target HMARK --hmark-tuple ${text} (iptables refuses "${word}")`);
-  }
 }
 
 /** An address under its mask, folded to 32 bits: an IPv6 address's four words xored
