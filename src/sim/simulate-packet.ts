@@ -202,6 +202,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     priority: undefined,
     nftrace: undefined,
     tcpMss: packet.tcpMss,
+    tcpNops: undefined,
   };
   const ct = packet.ct;
   const ctx: SimContext = {
