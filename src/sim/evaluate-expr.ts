@@ -5,6 +5,7 @@
 import type { Expr, Literal, NamedSet, Relational, Table } from '../model/ast.js';
 import { datatypeOf, isBitmaskType } from '../model/datatypes.js';
 import { familyBits, formatAddress, parseAddress, parseAddressBits, prefixMask, type Address } from './address.js';
+import { chooseNexthop } from './choose-nexthop.js';
 import { anycastInterfaceOf, isBroadcastAddress, isIpv6LinkLocal, isMulticastAddress, lookupRoute, primaryAddress, routeUsesDevice } from './host.js';
 import { HOST_KEY } from './route-rules.js';
 import { CT_STATE_BITS, invertTransport } from './conntrack-table.js';
@@ -410,11 +411,14 @@ function fibValue(expr: Extract<Expr, { kind: 'fib' }>, ctx: SimContext): RtValu
       if (isMulticastAddress(address) && address.family === 'ip6') multicastBeyondLink(address);
       const route = lookupRoute(ctx.host, address, { mark, iif: 'lo', src: address === ctx.pkt.src ? ctx.pkt.dst : ctx.pkt.src });
       if (!route) return none;
-      // `fib saddr . iif oif`: the input interface when the route goes through it by any of its
-      // nexthops, else none (nft_fib4.c: NFTA_FIB_F_IIF, fib_info_nh_uses_dev); without `iif`,
-      // the route's first nexthop (FIB_RES_DEV: the lookup selects no path).
-      if (flags.includes('iif')) return routeUsesDevice(route, ctx.iif) ? ctx.iif! : none;
-      return route.dev;
+      // On a multipath route IPv4's lookup selects no path: the result is the first nexthop's
+      // device, and with `iif` the input interface when any nexthop goes through it (nft_fib4.c:
+      // FIB_RES_DEV, fib_info_nh_uses_dev). IPv6's selects one by the packet's hash, as routing
+      // does (nft_fib6.c: ip6_route_lookup, fib6_select_path), and `iif` counts when it is that
+      // one's (kernel-checked on Linux 6.18).
+      const chosen = ctx.family === 'ip6' && route.nexthops ? chooseNexthop(ctx, route).dev : undefined;
+      if (flags.includes('iif')) return (chosen === undefined ? routeUsesDevice(route, ctx.iif) : chosen === ctx.iif) ? ctx.iif! : none;
+      return chosen ?? route.dev;
     }
     default:
       throw new NotModelled(`fib ${expr.result}`);

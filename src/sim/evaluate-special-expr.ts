@@ -6,10 +6,9 @@
 import type { Expr } from '../model/ast.js';
 import { familyBits, type Address, type AddressFamily } from './address.js';
 import { localInterfaceOf, lookupRoute } from './host.js';
-import { chooseNexthop } from './multipath.js';
 import { evaluateExpr, type RtValue } from './evaluate-expr.js';
 import { payloadFieldBits, TCP_MSS_LENGTH, TCP_NOP_OPTION, tcpOptionBytes } from './packet-bytes.js';
-import { isIptablesRule, NotModelled, routeKeyOf, type PacketState, type SimContext } from './sim-context.js';
+import { isIptablesRule, NotModelled, type PacketState, type SimContext } from './sim-context.js';
 import { HOST_KEY } from './route-rules.js';
 
 type SpecialExpr = Extract<Expr, { kind: 'exthdr' | 'tcp-option' | 'ip-option' | 'sctp-chunk' | 'rt' | 'socket' | 'osf' | 'ipsec' | 'hash' }>;
@@ -88,8 +87,7 @@ function isRouted(ctx: SimContext): boolean {
  * no gateway). */
 export function nexthopOf(ctx: SimContext): Address {
   if (localInterfaceOf(ctx.host, ctx.pkt.dst)) return ctx.pkt.dst;
-  const route = lookupRoute(ctx.host, ctx.pkt.dst, routeKeyOf(ctx));
-  return (route && chooseNexthop(ctx, route).via) ?? ctx.pkt.dst;
+  return ctx.gateway ?? ctx.pkt.dst;
 }
 
 function rtValue(expr: Extract<Expr, { kind: 'rt' }>, ctx: SimContext): RtValue | undefined {

@@ -91,7 +91,7 @@ export interface HostRoute {
   readonly type: RouteType;
   /** A multipath route's nexthops (two or more); `via` and `dev` are the first one's, which is
    * what a lookup without path selection gives (fib_table_lookup sets the first nexthop: nft's
-   * `fib daddr oif`). Routing picks one by a hash of the packet (multipath.ts). */
+   * `fib daddr oif`). Routing picks one by a hash of the packet (choose-nexthop.ts). */
   readonly nexthops?: readonly RouteNexthop[];
 }
 
@@ -150,7 +150,7 @@ class HostReader {
   private readonly reader = new FieldReader();
   private readonly errors: HostError[] = [];
   private readonly interfaces: Given<HostInterface>[] = [];
-  private readonly routes: Given<HostRoute>[] = [];
+  private readonly routes: (ReadRoute & { readonly part: number })[] = [];
   private readonly rules: Partial<Record<AddressFamily, HostRule[]>> = {};
   private forwarding = true;
   private current = 0;
@@ -170,17 +170,17 @@ class HostReader {
     }
     const own = this.interfaces.map((i) => i.item);
     const all = seen.has('lo') ? own : [LOOPBACK, ...own];
-    for (const { item, part, path } of this.routes) {
-      if (item.type !== 'unicast') continue;
-      for (const dev of item.nexthops?.map((nexthop) => nexthop.dev) ?? [item.dev]) {
-        if (!all.some((iface) => iface.name === dev)) this.fail(part, path, `route to ${formatCidr(item.dst)} uses unknown interface '${dev}'`);
+    for (const { route, devPaths, part } of this.routes) {
+      if (route.type !== 'unicast') continue;
+      for (const [i, { dev }] of (route.nexthops ?? [route]).entries()) {
+        if (!all.some((iface) => iface.name === dev)) this.fail(part, devPaths[i]!, `route to ${formatCidr(route.dst)} uses unknown interface '${dev}'`);
       }
     }
     const connected = all.flatMap((iface) =>
       iface.addresses.map((a): HostRoute => ({ dst: { family: a.family, n: a.n & prefixMask(familyBits(a.family), a.prefix), prefix: a.prefix }, dev: iface.name, table: MAIN_TABLE, type: 'unicast' })),
     );
     const rules = this.rules;
-    const host: Host = { interfaces: all, routes: [...connected, ...this.routes.map((r) => r.item)], ...((rules.ip || rules.ip6) && { rules }), forwarding: this.forwarding };
+    const host: Host = { interfaces: all, routes: [...connected, ...this.routes.map((r) => r.route)], ...((rules.ip || rules.ip6) && { rules }), forwarding: this.forwarding };
     return { host, errors: this.errors };
   }
 
@@ -212,8 +212,8 @@ class HostReader {
     }
     if (record.routes !== undefined) {
       for (const [i, item] of (reader.array(record.routes, [...path, 'routes']) ?? []).entries()) {
-        const route = readRoute(reader, item, [...path, 'routes', i]);
-        if (route) this.routes.push({ item: route, part: this.current, path: [...path, 'routes', i, 'dev'] });
+        const read = readRoute(reader, item, [...path, 'routes', i]);
+        if (read) this.routes.push({ ...read, part: this.current });
       }
     }
   }
@@ -241,8 +241,8 @@ class HostReader {
       }
       this.interfaces.push({ item: { name: entry.ifname, addresses }, part: this.current, path: [...at, 'ifname'] });
     } else if (typeof entry.dst === 'string') {
-      const route = readIpJsonRoute(reader, entry, at);
-      if (route) this.routes.push({ item: route, part: this.current, path: [...at, 'dev'] });
+      const read = readIpJsonRoute(reader, entry, at);
+      if (read) this.routes.push({ ...read, part: this.current });
     } else if (typeof entry.priority === 'number') {
       reader.fail(at, '`ip -j rule show` output goes in the host\'s `rules` (`ip -6 -j rule show`: `rules6`): its entries do not say their family');
     } else reader.fail(at, 'expected `ifname` (ip -j addr show) or `dst` (ip -j route show)');
@@ -255,7 +255,7 @@ class HostReader {
 export function ipJsonRoutesAsInput(entries: readonly unknown[]): unknown[] {
   const reader = new FieldReader();
   return entries.flatMap((entry, i): unknown[] => {
-    const route = isRecord(entry) && typeof entry.dst === 'string' ? readIpJsonRoute(reader, entry, [i]) : undefined;
+    const route = isRecord(entry) && typeof entry.dst === 'string' ? readIpJsonRoute(reader, entry, [i])?.route : undefined;
     if (!route) return [];
     const dst = route.dst.prefix === 0 ? 'default' : formatCidr(route.dst);
     const common = { dst, family: route.dst.family, table: route.table, type: route.type };
@@ -276,7 +276,7 @@ function routeFamilyOf(entry: Record<string, unknown>): AddressFamily {
 
 /** A route of `ip -j route show`. Local, broadcast and multicast routes (`ip -j route show table
  * all`) are the kernel's own and follow from the addresses: skipped. */
-function readIpJsonRoute(reader: FieldReader, entry: Record<string, unknown>, at: FieldPath): HostRoute | undefined {
+function readIpJsonRoute(reader: FieldReader, entry: Record<string, unknown>, at: FieldPath): ReadRoute | undefined {
   const type = entry.type ?? 'unicast';
   if (typeof type !== 'string' || !ROUTE_TYPES.includes(type)) return undefined;
   const multipath = Array.isArray(entry.nexthops);
@@ -284,26 +284,32 @@ function readIpJsonRoute(reader: FieldReader, entry: Record<string, unknown>, at
   // `via inet6` (RFC 5549): iproute2 prints the gateway as `via`, not `gateway`.
   const viaInet6 = multipath ? (entry.nexthops as unknown[]).findIndex((nexthop) => isRecord(nexthop) && isRecord(nexthop.via)) : isRecord(entry.via) ? 0 : -1;
   if (viaInet6 >= 0) return reader.fail(multipath ? [...at, 'nexthops', viaInet6, 'via'] : [...at, 'via'], 'a route through a gateway of the other family (`via inet6`) is not modelled');
-  let nexthops: RouteNexthop[];
+  const given: GivenNexthop[] = [];
   if (multipath) {
-    nexthops = [];
-    for (const [i, item] of (entry.nexthops as unknown[]).entries()) {
+    const items = entry.nexthops as unknown[];
+    if (items.length === 0) return reader.fail([...at, 'nexthops'], 'expected at least one nexthop');
+    for (const [i, item] of items.entries()) {
+      if (!isRecord(item)) return reader.fail([...at, 'nexthops', i], 'expected a nexthop');
+      // The kernel never selects a dead nexthop (its link is down: fib_rebalance gives it no share).
+      if (Array.isArray(item.flags) && item.flags.includes('dead')) continue;
       // iproute2 prints a nexthop's flags and, for IPv6, its own fields: not the user's to fix.
-      const nexthop = isRecord(item) ? readNexthop(reader, { dev: item.dev, gateway: item.gateway, weight: item.weight }, [...at, 'nexthops', i], ['dev', 'gateway', 'weight'], 'gateway') : reader.fail([...at, 'nexthops', i], 'expected a nexthop');
+      const path = [...at, 'nexthops', i];
+      const nexthop = readNexthop(reader, { dev: item.dev, gateway: item.gateway, weight: item.weight }, path, ['dev', 'gateway', 'weight'], 'gateway');
       if (!nexthop) return undefined;
-      nexthops.push(nexthop);
+      given.push({ nexthop, viaPath: [...path, 'gateway'], devPath: [...path, 'dev'] });
     }
+    // Every nexthop dead: the lookup passes the route over (fib_table_lookup, RTNH_F_DEAD).
+    if (given.length === 0) return undefined;
   } else {
     const via = typeof entry.gateway === 'string' ? parseAddress(entry.gateway) : undefined;
     if (typeof entry.gateway === 'string' && !via) return reader.fail([...at, 'gateway'], `'${entry.gateway}' is not an address`);
-    const dev = typeof entry.dev === 'string' ? entry.dev : '';
-    nexthops = [via ? { dev, via, weight: 1 } : { dev, weight: 1 }];
+    given.push(plainNexthop(typeof entry.dev === 'string' ? entry.dev : '', via, at, 'gateway'));
   }
   const dstText = entry.dst as string;
-  const dst = readRouteDst(dstText, nexthops.find((nexthop) => nexthop.via)?.via?.family ?? routeFamilyOf(entry));
+  const dst = readRouteDst(dstText, gatewayFamily(given) ?? routeFamilyOf(entry));
   if (!dst) return reader.fail([...at, 'dst'], `'${dstText}' is not 'default' or a prefix`);
   const table = tableId(typeof entry.table === 'string' || typeof entry.table === 'number' ? entry.table : 'main');
-  return routeOf(reader, dst, nexthops, table, type as RouteType, (i) => (multipath ? [...at, 'nexthops', i, 'gateway'] : [...at, 'gateway']));
+  return routeOf(reader, dst, given, table, type as RouteType);
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -327,7 +333,7 @@ function readInterface(reader: FieldReader, value: unknown, path: FieldPath): Ho
   return name === undefined ? undefined : { name, addresses };
 }
 
-function readRoute(reader: FieldReader, value: unknown, path: FieldPath): HostRoute | undefined {
+function readRoute(reader: FieldReader, value: unknown, path: FieldPath): ReadRoute | undefined {
   const record = reader.object(value, path, ['dst', 'via', 'dev', 'nexthops', 'family', 'table', 'type']);
   if (!record) return undefined;
   const dstText = reader.string(record.dst, [...path, 'dst']);
@@ -336,34 +342,61 @@ function readRoute(reader: FieldReader, value: unknown, path: FieldPath): HostRo
   const family = record.family === undefined ? undefined : reader.string(record.family, [...path, 'family']);
   if (family !== undefined && family !== 'ip' && family !== 'ip6') reader.fail([...path, 'family'], "expected 'ip' or 'ip6'");
   const table = record.table === undefined ? MAIN_TABLE : typeof record.table === 'number' ? String(record.table) : reader.string(record.table, [...path, 'table']);
-  let nexthops: RouteNexthop[] | undefined;
+  let given: GivenNexthop[] | undefined;
   if (record.nexthops !== undefined) {
     if (record.dev !== undefined || record.via !== undefined) return reader.fail([...path, 'nexthops'], 'give `nexthops` or `dev` and `via`, not both');
     if (type !== 'unicast') return reader.fail([...path, 'nexthops'], `a ${type ?? ''} route has no nexthops`);
     const items = reader.array(record.nexthops, [...path, 'nexthops']);
     if (!items) return undefined;
     if (items.length === 0) return reader.fail([...path, 'nexthops'], 'expected at least one nexthop');
-    const read = items.map((item, i) => readNexthop(reader, item, [...path, 'nexthops', i], ['via', 'dev', 'weight'], 'via'));
-    if (read.includes(undefined)) return undefined;
-    nexthops = read as RouteNexthop[];
+    given = [];
+    for (const [i, item] of items.entries()) {
+      const at = [...path, 'nexthops', i];
+      const nexthop = readNexthop(reader, item, at, ['via', 'dev', 'weight'], 'via');
+      if (!nexthop) return undefined;
+      given.push({ nexthop, viaPath: [...at, 'via'], devPath: [...at, 'dev'] });
+    }
   } else {
     // A route of another type sends nowhere: it needs no interface.
     const dev = record.dev === undefined && type !== 'unicast' ? '' : reader.string(record.dev, [...path, 'dev']);
     const via = record.via === undefined ? undefined : reader.string(record.via, [...path, 'via']);
     const viaAddress = via === undefined ? undefined : parseAddress(via);
     if (via !== undefined && !viaAddress) return reader.fail([...path, 'via'], `'${via}' is not an address`);
-    if (dev !== undefined) nexthops = [viaAddress ? { dev, via: viaAddress, weight: 1 } : { dev, weight: 1 }];
+    if (dev !== undefined) given = [plainNexthop(dev, viaAddress, path, 'via')];
   }
-  if (dstText === undefined || nexthops === undefined || type === undefined || table === undefined) return undefined;
-  const dst = readRouteDst(dstText, (family as AddressFamily | undefined) ?? nexthops.find((nexthop) => nexthop.via)?.via?.family ?? 'ip');
+  if (dstText === undefined || given === undefined || type === undefined || table === undefined) return undefined;
+  const dst = readRouteDst(dstText, (family as AddressFamily | undefined) ?? gatewayFamily(given) ?? 'ip');
   if (!dst) return reader.fail([...path, 'dst'], `'${dstText}' is not 'default' or a prefix`);
   if (family !== undefined && family !== dst.family) return reader.fail([...path, 'family'], `'${dstText}' is an ${familyName(dst.family)} prefix`);
-  const field = record.nexthops !== undefined ? (i: number): FieldPath => [...path, 'nexthops', i, 'via'] : (): FieldPath => [...path, 'via'];
-  return routeOf(reader, dst, nexthops, tableId(table), type as RouteType, field);
+  return routeOf(reader, dst, given, tableId(table), type as RouteType);
 }
 
 function familyName(family: AddressFamily): string {
   return family === 'ip' ? 'IPv4' : 'IPv6';
+}
+
+/** A route as read, with where each of its nexthops' devices was given (HostReader.finish checks
+ * them against the interfaces of every part). */
+interface ReadRoute {
+  readonly route: HostRoute;
+  readonly devPaths: readonly FieldPath[];
+}
+
+/** A nexthop as read, with where its gateway and device were given. */
+interface GivenNexthop {
+  readonly nexthop: RouteNexthop;
+  readonly viaPath: FieldPath;
+  readonly devPath: FieldPath;
+}
+
+/** The one nexthop of a route given with `dev` and a gateway (`via`, ip -j's `gateway`) at `path`. */
+function plainNexthop(dev: string, via: Address | undefined, path: FieldPath, viaField: 'via' | 'gateway'): GivenNexthop {
+  return { nexthop: via ? { dev, via, weight: 1 } : { dev, weight: 1 }, viaPath: [...path, viaField], devPath: [...path, 'dev'] };
+}
+
+/** The family of the first gateway the nexthops name. */
+function gatewayFamily(given: readonly GivenNexthop[]): AddressFamily | undefined {
+  return given.find((g) => g.nexthop.via)?.nexthop.via?.family;
 }
 
 /** A nexthop of nftsim's `nexthops` (`via`) or of ip -j's (`gateway`). */
@@ -373,24 +406,30 @@ function readNexthop(reader: FieldReader, value: unknown, path: FieldPath, known
   const dev = reader.string(record.dev, [...path, 'dev']);
   const gateway = record[gatewayField] === undefined ? undefined : reader.string(record[gatewayField], [...path, gatewayField]);
   // rtnh_hops is a byte: weights 1 to 256.
-  const weight = record.weight === undefined ? 1 : reader.unsigned(record.weight, [...path, 'weight'], 9);
-  if (weight !== undefined && (weight < 1 || weight > 256)) return reader.fail([...path, 'weight'], 'expected a weight from 1 to 256');
+  const weight = record.weight ?? 1;
+  if (typeof weight !== 'number' || !Number.isInteger(weight) || weight < 1 || weight > 256) return reader.fail([...path, 'weight'], 'expected a weight from 1 to 256');
   const via = gateway === undefined ? undefined : parseAddress(gateway);
   if (gateway !== undefined && !via) return reader.fail([...path, gatewayField], `'${gateway}' is not an address`);
-  if (dev === undefined || weight === undefined) return undefined;
+  if (dev === undefined) return undefined;
   return via ? { via, dev, weight } : { dev, weight };
 }
 
-/** The route through `nexthops` (one: a plain route), its gateways checked against its family. */
-function routeOf(reader: FieldReader, dst: Cidr, nexthops: readonly RouteNexthop[], table: string, type: RouteType, viaPath: (i: number) => FieldPath): HostRoute | undefined {
-  for (const [i, nexthop] of nexthops.entries()) {
+/** The route through the nexthops (one: a plain route), checked as the kernel checks them. */
+function routeOf(reader: FieldReader, dst: Cidr, given: readonly GivenNexthop[], table: string, type: RouteType): ReadRoute | undefined {
+  for (const [i, { nexthop, viaPath, devPath }] of given.entries()) {
     // An IPv4 route through an IPv6 gateway (`via inet6`, RFC 5549) has a nexthop rt_nexthop
     // does not give; an IPv6 one through an IPv4 gateway the kernel refuses.
-    if (nexthop.via && nexthop.via.family !== dst.family) return reader.fail(viaPath(i), `an ${familyName(dst.family)} route through an ${familyName(nexthop.via.family)} gateway is not modelled`);
+    if (nexthop.via && nexthop.via.family !== dst.family) return reader.fail(viaPath, `an ${familyName(dst.family)} route through an ${familyName(nexthop.via.family)} gateway is not modelled`);
+    if (given.length === 1 || dst.family !== 'ip6') continue;
+    // ip6_route_multipath_add: "Device only routes can not be added for IPv6 using the multipath
+    // API", and a nexthop given twice is EEXIST.
+    if (!nexthop.via) return reader.fail(devPath, 'an IPv6 multipath route needs a gateway on every nexthop (the kernel refuses one without)');
+    if (given.slice(0, i).some((g) => g.nexthop.dev === nexthop.dev && g.nexthop.via?.n === nexthop.via!.n)) return reader.fail(viaPath, 'nexthop given twice (the kernel refuses it in an IPv6 route)');
   }
+  const nexthops = given.map((g) => g.nexthop);
   const [first] = nexthops;
-  const route = { dst, dev: first!.dev, table, type, ...(first!.via && { via: first!.via }) };
-  return nexthops.length > 1 ? { ...route, nexthops } : route;
+  const plain = { dst, dev: first!.dev, table, type, ...(first!.via && { via: first!.via }) };
+  return { route: nexthops.length > 1 ? { ...plain, nexthops } : plain, devPaths: given.map((g) => g.devPath) };
 }
 
 function readRouteDst(text: string, family: AddressFamily): Cidr | undefined {

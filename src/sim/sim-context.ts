@@ -101,7 +101,7 @@ export interface CtStateValue {
 export interface SimState {
   readonly conntrack: ConntrackTable;
   readonly dynamicSets: Map<object, unknown[]>;
-  /** The nexthops multipath routes picked for the IPv4 packets so far (multipath.ts): a flow's
+  /** The nexthops multipath routes picked for the packets so far (choose-nexthop.ts): a flow's
    * packets take the one its first took. A single packet's run has none: its own is made when
    * a multipath route is first met. */
   readonly paths?: Map<string, number>;
@@ -170,11 +170,11 @@ export interface SimContext {
   readonly choose: Chooser;
   /** Elements added by `add @set` / `update @set` during the run, by set. */
   readonly dynamicSets: Map<object, unknown[]>;
-  /** SimState.paths, or this packet's own made at its first multipath route (multipath.ts). */
+  /** SimState.paths, or this packet's own made at its first multipath route (choose-nexthop.ts). */
   paths: Map<string, number> | undefined;
-  /** The nexthops an IPv6 packet's multipath routes picked: its own, since its flow label is in
-   * the hash. */
-  ownPaths: Map<string, number> | undefined;
+  /** The gateway of the route the last routing decision attached to the packet, which
+   * rt_nexthop reads (`rt ip nexthop`, masquerade's source); undefined without one. */
+  gateway: Address | undefined;
   /** How many elements this packet's `delete @set` took out of each set: their slots stay taken
    * for the rest of the packet (dynset.ts). Made at the first delete. */
   deletedNow: Map<object, number> | undefined;

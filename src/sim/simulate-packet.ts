@@ -10,7 +10,7 @@ import { anycastInterfaceOf, IPV6_LOOPBACK, ipv6MulticastScope, isBroadcastAddre
 import { formatMark, type Disposition, type Loc, type NatEvent, type Outcome, type SimulationResult } from './outcome.js';
 import { entrylessState, L4_NUMBERS, protocolName, readPacket, type CtStateName, type Packet, type PacketInput, type QuotedPacket } from './packet.js';
 import { memoByObject } from './memo-by-object.js';
-import { chooseNexthop } from './multipath.js';
+import { chooseNexthop, nexthopThrough } from './choose-nexthop.js';
 import { buildHookIndex, chainsAt, STAGES, type HookIndex, type HookStage } from './pipeline.js';
 import type { InputError } from './read-fields.js';
 import { deliverTcp, openTcp, sequenceEnd, trackTcp } from './tcp-tracking.js';
@@ -233,7 +233,7 @@ export function runPacket(index: HookIndex, host: Host, packet: Packet, how: Run
     choose,
     dynamicSets: state.dynamicSets,
     paths: state.paths,
-    ownPaths: undefined,
+    gateway: undefined,
     deletedNow: undefined,
     hook: 'prerouting',
     table: undefined as never,
@@ -587,7 +587,7 @@ function receive(ctx: SimContext, forcedOif: string | undefined): Ending {
   }
   // ip_route_input_slow: no forwarding on the input device → EHOSTUNREACH; no route → dropped.
   if (!ctx.host.forwarding) return { disposition: 'dropped', verdict: 'drop', reason: 'forwarding disabled on the host' };
-  const oif = forcedOif ?? routedDevice(ctx, dst);
+  const oif = routeTo(ctx, dst, forcedOif);
   if (oif === undefined) return { disposition: 'dropped', verdict: 'drop', reason: `no route to ${formatAddress(dst)}` };
   ctx.oif = oif;
   // ip_forward / ip6_forward forward only what the link layer addressed to the host: a packet
@@ -692,19 +692,26 @@ function martian(which: 'source' | 'destination', address: Address, what: string
 }
 
 
-/** The device the packet's route to `dst` sends it through (on a multipath route, the nexthop
- * its hash picks); undefined without a route. */
-function routedDevice(ctx: SimContext, dst: Address): string | undefined {
+/** The routing decision for `dst`: the device the packet's route sends it through (on a
+ * multipath route, the nexthop its hash picks; `forced`, a given output interface, and the
+ * route's nexthop through it), undefined without a route; its gateway is kept for rt_nexthop
+ * (ctx.gateway). */
+function routeTo(ctx: SimContext, dst: Address, forced: string | undefined): string | undefined {
   const route = lookupRoute(ctx.host, dst, routeKeyOf(ctx));
-  return route && chooseNexthop(ctx, route).dev;
+  const nexthop = route && (forced === undefined ? chooseNexthop(ctx, route) : nexthopThrough(route, forced));
+  ctx.gateway = nexthop?.via;
+  return forced ?? nexthop?.dev;
 }
 
 /** A locally generated packet: routed first (the socket's route, by the packet's mark), output,
  * re-routed after a route chain changed its mark or addresses and when output changed the
  * destination (ip_route_me_harder, nf_nat_ipv4_local_fn), then postrouting. */
 function send(ctx: SimContext, packet: Packet): Ending {
-  const route = (): string | undefined =>
-    packet.oif ?? (localInterfaceAt(ctx, ctx.pkt.dst) ? 'lo' : routedDevice(ctx, ctx.pkt.dst));
+  const route = (): string | undefined => {
+    if (packet.oif !== undefined || !localInterfaceAt(ctx, ctx.pkt.dst)) return routeTo(ctx, ctx.pkt.dst, packet.oif);
+    ctx.gateway = undefined;
+    return 'lo';
+  };
   // The chains of output keep seeing the device of the route the packet had when the hook began
   // (its state->out); a new route counts from postrouting on.
   let rerouted: string | undefined;

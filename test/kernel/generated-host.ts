@@ -4,10 +4,12 @@ import type { KernelHost } from './harness/kernel-harness.js';
 
 /** A dual-stack router between a client network (eth0) and a server network (eth1). The main
  * table has no default route, so a destination outside both is dropped by routing, unless the
- * packet's mark has bit 0x10: a routing rule then takes table 100, whose default route is
- * multipath, out of eth1 (weight 2) or eth0 by the packet's hash (and whose throw route leaves
- * the client network to main). Each interface lists its link-local address, as `ip -j addr`
- * shows it (the harness makes no other). */
+ * packet's mark has bit 0x10: a routing rule then takes table 100, whose default route goes out
+ * of eth1 (and whose throw route leaves the client network to main). IPv4's is multipath, out of
+ * eth1 (weight 2) or eth0 by the packet's hash. IPv6's is not: the harness tags each packet with
+ * a flow label of its own, which IPv6 hashes, where nftsim's packets have flow label 0 (a flow's
+ * packets would part ways in the kernel and not in nftsim). Each interface lists its link-local
+ * address, as `ip -j addr` shows it (the harness makes no other). */
 export const GENERATED_HOST: KernelHost = {
   interfaces: [
     { name: 'eth0', addresses: ['192.0.2.10/24', '2001:db8:1::10/64', 'fe80::1:10/64'] },
@@ -16,7 +18,7 @@ export const GENERATED_HOST: KernelHost = {
   routes: [
     { dst: 'default', nexthops: [{ via: '198.51.100.20', dev: 'eth1', weight: 2 }, { via: '192.0.2.1', dev: 'eth0' }], table: '100' },
     { dst: '192.0.2.0/24', type: 'throw', table: '100' },
-    { dst: 'default', nexthops: [{ via: '2001:db8:2::20', dev: 'eth1', weight: 2 }, { via: '2001:db8:1::1', dev: 'eth0' }], table: '100' },
+    { dst: 'default', via: '2001:db8:2::20', dev: 'eth1', table: '100' },
     { dst: '2001:db8:1::/64', type: 'throw', table: '100' },
   ],
   rules: markRules(),

@@ -99,6 +99,7 @@ const MULTIPATH: KernelHost = {
     { dst: 'default', nexthops: [{ via: '192.0.2.1', dev: 'eth0', weight: 1 }, { via: '198.51.100.20', dev: 'eth1', weight: 3 }] },
     { dst: 'default', nexthops: [{ via: '2001:db8:1::1', dev: 'eth0' }, { via: '2001:db8:2::20', dev: 'eth1' }] },
     { dst: '10.9.0.0/16', nexthops: [{ via: '192.0.2.1', dev: 'eth0' }, { via: '203.0.113.20', dev: 'eth2' }] },
+    { dst: '2001:db8:9::/48', nexthops: [{ via: '2001:db8:1::1', dev: 'eth0' }, { via: '2001:db8:3::20', dev: 'eth2' }] },
   ],
   forwarding: true,
 };
@@ -108,6 +109,9 @@ const MULTIPATH_WAY =
   'table ip t {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    oifname "eth0" meta mark set mark or 0x100\n    oifname "eth1" meta mark set mark or 0x200\n    rt ip nexthop 198.51.100.20 meta mark set mark or 0x400\n  }\n  chain post {\n    type nat hook postrouting priority srcnat; policy accept;\n    masquerade\n  }\n}\n';
 const FIB_MULTIPATH =
   'table ip t {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    fib daddr oif "eth0" meta mark set mark or 0x100\n    fib daddr oif "eth1" meta mark set mark or 0x200\n    fib saddr . iif oif "eth2" meta mark set mark or 0x400\n    fib saddr oif "eth0" meta mark set mark or 0x800\n  }\n}\n';
+// IPv6's fib lookups select a nexthop by the packet's hash, as routing does.
+const FIB6_DADDR = 'table ip6 t {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    fib daddr oif "eth0" meta mark set mark or 0x100\n    fib daddr oif "eth1" meta mark set mark or 0x200\n  }\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x1000\n  }\n}\n';
+const FIB6_SADDR = 'table ip6 t {\n  chain pre {\n    type filter hook prerouting priority 0; policy accept;\n    fib saddr . iif oif "eth2" meta mark set mark or 0x400\n    fib saddr . iif oif missing meta mark set mark or 0x800\n  }\n}\n';
 const fromClients = (dst: string, src = '203.0.113.99'): KernelPacket => ({ iif: 'eth2', src, dst, protocol: 'udp', sport: 40000, dport: 53 });
 
 const FORWARD6 = 'table ip6 t {\n  chain fw {\n    type filter hook forward priority 0; policy accept;\n    oifname "eth1" meta mark set mark or 0x100\n  }\n}\n';
@@ -177,6 +181,8 @@ const CASES: readonly { name: string; host: KernelHost; rules: string; packet: K
   },
   ...['198.18.0.5', '198.18.0.6'].map((dst) => ({ name: `a local packet to ${dst} leaves through one of the nexthops`, host: MULTIPATH, rules: outputChain('filter').replace('meta mark set 0x1', 'counter'), packet: local(dst) })),
   ...['2001:db8:9::1', '2001:db8:9::2'].map((dst) => ({ name: `an IPv6 packet to ${dst} takes one of its multipath route's nexthops`, host: MULTIPATH, rules: FORWARD6, packet: { iif: 'eth2', src: '2001:db8:3::99', dst, protocol: 'udp' as const, sport: 40000, dport: 53 } })),
+  ...[1, 2, 3, 4, 5, 6].map((n) => ({ name: `IPv6 fib daddr oif of a multipath route is the nexthop the packet takes (${n})`, host: MULTIPATH, rules: FIB6_DADDR, packet: { iif: 'eth2', src: '2001:db8:3::99', dst: `2001:db8:77::${n}`, protocol: 'udp' as const, sport: 40000, dport: 53 } })),
+  ...[1, 2, 3, 4, 5, 6].map((n) => ({ name: `IPv6 fib saddr . iif oif of a multipath route back is iif when its hash picks iif (${n})`, host: MULTIPATH, rules: FIB6_SADDR, packet: { iif: 'eth2', src: `2001:db8:9::${n}`, dst: '2001:db8:77::1', protocol: 'udp' as const, sport: 40000, dport: 53 } })),
   {
     // nf_nat_ipv4_local_fn re-routes at the NAT hook; the filter chain after it still sees the
     // first route's device.

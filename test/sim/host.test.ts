@@ -12,10 +12,14 @@ describe('readHost errors', () => {
     ['an IPv6 route through an IPv4 gateway', { interfaces: [ETH0], routes: [{ dst: '2001:db8:5::/48', via: '192.0.2.1', dev: 'eth0' }] }, ['host', 'routes', 0, 'via'], 'an IPv6 route through an IPv4 gateway is not modelled'],
     ['an interface given twice', { interfaces: [ETH0, ETH0] }, ['host', 'interfaces', 1, 'name'], "interface 'eth0' given twice"],
     ['a route through an unknown interface', { interfaces: [ETH0], routes: [{ dst: '10.0.0.0/8', dev: 'eth9' }] }, ['host', 'routes', 0, 'dev'], "route to 10.0.0.0/8 uses unknown interface 'eth9'"],
-    ['a nexthop through an unknown interface', { interfaces: [ETH0], routes: [{ dst: 'default', nexthops: [{ dev: 'eth0' }, { dev: 'eth9' }] }] }, ['host', 'routes', 0, 'dev'], "route to 0.0.0.0/0 uses unknown interface 'eth9'"],
+    ['a nexthop through an unknown interface', { interfaces: [ETH0], routes: [{ dst: 'default', nexthops: [{ dev: 'eth0' }, { dev: 'eth9' }] }] }, ['host', 'routes', 0, 'nexthops', 1, 'dev'], "route to 0.0.0.0/0 uses unknown interface 'eth9'"],
     ['nexthops beside dev', { interfaces: [ETH0], routes: [{ dst: 'default', dev: 'eth0', nexthops: [{ dev: 'eth0' }] }] }, ['host', 'routes', 0, 'nexthops'], 'give `nexthops` or `dev` and `via`, not both'],
     ['no nexthop', { interfaces: [ETH0], routes: [{ dst: 'default', nexthops: [] }] }, ['host', 'routes', 0, 'nexthops'], 'expected at least one nexthop'],
     ['a weight of 0', { interfaces: [ETH0], routes: [{ dst: 'default', nexthops: [{ dev: 'eth0', weight: 0 }, { dev: 'eth0' }] }] }, ['host', 'routes', 0, 'nexthops', 0, 'weight'], 'expected a weight from 1 to 256'],
+    ['a weight that is no integer', { interfaces: [ETH0], routes: [{ dst: 'default', nexthops: [{ dev: 'eth0', weight: 1.5 }, { dev: 'eth0' }] }] }, ['host', 'routes', 0, 'nexthops', 0, 'weight'], 'expected a weight from 1 to 256'],
+    // ip6_route_multipath_add refuses both.
+    ['an IPv6 multipath route with a nexthop without gateway', { interfaces: [ETH0], routes: [{ dst: '2001:db8:5::/48', nexthops: [{ via: '2001:db8::1', dev: 'eth0' }, { dev: 'eth0' }] }] }, ['host', 'routes', 0, 'nexthops', 1, 'dev'], 'an IPv6 multipath route needs a gateway on every nexthop'],
+    ['an IPv6 nexthop given twice', { interfaces: [ETH0], routes: [{ dst: '2001:db8:5::/48', nexthops: [{ via: '2001:db8::1', dev: 'eth0' }, { via: '2001:db8::1', dev: 'eth0' }] }] }, ['host', 'routes', 0, 'nexthops', 1, 'via'], 'nexthop given twice'],
     ['a nexthop of the other family', { interfaces: [ETH0], routes: [{ dst: '10.0.0.0/8', nexthops: [{ via: '192.0.2.1', dev: 'eth0' }, { via: '2001:db8::1', dev: 'eth0' }] }] }, ['host', 'routes', 0, 'nexthops', 1, 'via'], 'an IPv4 route through an IPv6 gateway is not modelled'],
     ['nexthops of a blackhole route', { interfaces: [ETH0], routes: [{ dst: 'default', type: 'blackhole', nexthops: [{ dev: 'eth0' }] }] }, ['host', 'routes', 0, 'nexthops'], 'a blackhole route has no nexthops'],
   ])('%s', (_, host, path, message) => {
@@ -41,6 +45,8 @@ describe('readHost errors', () => {
   it.each([
     ['a route via inet6', [{ dst: '10.9.0.0/16', via: { family: 'inet6', host: 'fe80::1' }, dev: 'eth0' }], [0, 'via'], '(`via inet6`) is not modelled'],
     ['a multipath route via inet6', [{ dst: 'default', nexthops: [{ gateway: '192.0.2.1', dev: 'eth0' }, { via: { family: 'inet6', host: 'fe80::1' }, dev: 'eth0' }] }], [0, 'nexthops', 1, 'via'], '(`via inet6`) is not modelled'],
+    ['a multipath route without nexthops', [{ dst: 'default', nexthops: [] }], [0, 'nexthops'], 'expected at least one nexthop'],
+    ['a nexthop through an unknown interface', [{ dst: 'default', nexthops: [{ gateway: '192.0.2.1', dev: 'eth0' }, { gateway: '192.0.2.2', dev: 'eth9' }] }], [0, 'nexthops', 1, 'dev'], "uses unknown interface 'eth9'"],
   ])('refuses %s of ip -j route show, naming it', (_, routes, path, message) => {
     const { errors } = readHost([{ value: { interfaces: [ETH0] }, path: ['host'] }, { value: routes, path: [] }]);
     expect(errors).toEqual([{ part: 1, path, message: expect.stringContaining(message) }]);
@@ -65,6 +71,14 @@ describe('readHost errors', () => {
     const { host, errors } = readHost(parts);
     expect(errors).toEqual([]);
     expect(host.routes.at(-1)).toEqual({ dst: { family: 'ip', n: 0n, prefix: 0 }, dev: 'eth0', via: NEXTHOPS[0]!.via, table: '254', type: 'unicast', nexthops: NEXTHOPS });
+  });
+
+  it('leaves out the nexthops ip -j route show flags dead, and a route of dead nexthops only', () => {
+    const dead = (route: (typeof MULTIPATH_IP_JSON)[number], which: readonly number[]) => ({ ...route, nexthops: route.nexthops.map((n, i) => (which.includes(i) ? { ...n, flags: ['dead', 'linkdown'] } : n)) });
+    const read = (which: readonly number[]) => readHost([{ value: { interfaces: [ETH0, ETH1] }, path: ['host'] }, { value: [dead(MULTIPATH_IP_JSON[0]!, which)], path: [] }]);
+    expect(read([0]).errors).toEqual([]);
+    expect(read([0]).host.routes.at(-1)).toEqual({ dst: { family: 'ip', n: 0n, prefix: 0 }, dev: 'eth1', via: NEXTHOPS[1]!.via, table: '254', type: 'unicast' });
+    expect(read([0, 1]).host.routes.filter((r) => r.dst.prefix === 0)).toEqual([]);
   });
 
   it('reads a multipath route of one nexthop as a plain route', () => {
