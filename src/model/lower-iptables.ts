@@ -29,7 +29,7 @@ import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
 import { connmarkMasks, ctTemplateZone, optionNumber, U64_MAX, type AddressSpec } from './xt-option.js';
 import { xtNatRange, xtNatStatement } from './xt-nat-statement.js';
 import type { IptablesDumpSink } from '../parser/iptables/parse-iptables-save.js';
-import { FAMILY_TARGETS } from '../parser/iptables/iptables-extensions.js';
+import { FAMILY_TARGETS, TARGET_TABLES } from '../parser/iptables/iptables-extensions.js';
 import type {
   AddressMatch,
   IpFamily,
@@ -159,6 +159,15 @@ class TableState {
   private readonly chainName = (name: string): string => this.chains.get(name)?.name ?? name;
   private readonly isUserChain = (name: string): boolean => this.chains.get(name)?.builtin === false;
 
+  /** A target its kernel module allows in another table only (TARGET_TABLES); a chain named
+   * like it, or like a target of the other family, is a chain (RuleLowering.lowerTarget). */
+  private checkTargetTable(t: IptablesTarget): void {
+    const only = FAMILY_TARGETS[t.name];
+    const chain = this.isUserChain(t.name) || (only !== undefined && only !== (this.family === 'ip' ? 'ipv4' : 'ipv6'));
+    const table = t.type === 'extension' && !chain ? TARGET_TABLES[t.name] : undefined;
+    if (table !== undefined && table !== this.name) this.report('error', 'bad-option', `${t.name} is valid only in the ${table} table: iptables-restore fails here (the kernel refuses the rule)`, t.span);
+  }
+
   declare(decl: IptablesChainDecl): void {
     const builtin = iptablesNftChain(this.name, decl.name) !== undefined;
     if (decl.policy !== undefined && !builtin) {
@@ -213,6 +222,7 @@ class TableState {
           this.deleteRule(chain, command);
           return;
         }
+        if (command.rule?.target) this.checkTargetTable(command.rule.target);
         const rules = command.rule ? lowerRule(command.rule, this.family, span, this.diagnostics, this.chainName, this.isUserChain) : [];
         const index = (command.position ?? (command.op === 'append' ? chain.rules.length + 1 : 1)) - 1;
         if (command.op === 'append') chain.rules.push(...rules);

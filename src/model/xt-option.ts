@@ -4,6 +4,16 @@
 // (DESIGN.md, pipeline): the iptables parser (src/parser/iptables) types option arguments into
 // these values, the lowering and the simulator read them.
 
+const UINT = /^(?:0x[0-9a-f]+|0[0-7]*|[1-9][0-9]*)$/i;
+
+/** strtoul(…, 0) as xtables_strtoui uses it: decimal, 0x hex, leading-0 octal; undefined above
+ * `max` or for anything else. */
+export function parseUnsigned(text: string, max = 0xffffffff): number | undefined {
+  if (!UINT.test(text)) return undefined;
+  const n = text.length > 1 && text[0] === '0' && (text[1] === 'x' || text[1] === 'X') ? parseInt(text.slice(2), 16) : text[0] === '0' ? parseInt(text, 8) : parseInt(text, 10);
+  return n <= max ? n : undefined;
+}
+
 /** An address as iptables reads it after `-s`/`-d` or as an option value (`--ctorigdst`). */
 export interface AddressSpec {
   /** As written (`10.0.0.0/8`). */
@@ -93,10 +103,10 @@ export function ctTemplateZone(options: readonly { readonly name: string; readon
     if (o.name === 'ctevents' || o.name === 'expevents') continue;
     if (o.name !== 'zone' || o.value.type !== 'string') return undefined;
     const text = o.value.s;
-    // ct_parse_zone_id: `mark` in any case, else a number of 0-65535.
-    if (text.toLowerCase() === 'mark') zone = 'mark';
-    else if (/^\d+$/.test(text) && Number(text) <= 0xffff) zone = Number(text);
-    else return undefined;
+    // ct_parse_zone_id: `mark` in any case, else a number of 0-65535 (strtoul of base 0).
+    const n = text.toLowerCase() === 'mark' ? 'mark' : parseUnsigned(text, 0xffff);
+    if (n === undefined) return undefined;
+    zone = n;
   }
   return zone;
 }

@@ -6,6 +6,7 @@
 // `-m tcpmss` nor `tcp option maxseg` finds an MSS option any more.
 
 import type { XtExtensionStmt } from '../model/ast.js';
+import { parseUnsigned } from '../model/xt-option.js';
 import { TCP_MSS_LENGTH, TCP_MSS_OPTION } from './packet-bytes.js';
 import { NotModelled, type PacketState, type SimContext } from './sim-context.js';
 
@@ -24,9 +25,8 @@ export function runTcpOptStripTarget(stmt: XtExtensionStmt, ctx: SimContext): vo
  * of 2-255). */
 export function parseStripList(text: string): number[] {
   return text.split(',').map((item) => {
-    // xtables_strtoui of base 0: hexadecimal, octal or decimal.
-    const kind = OPTION_KINDS[item] ?? (/^0[0-7]+$/.test(item) ? parseInt(item, 8) : /^(0x[0-9a-f]+|\d+)$/i.test(item) ? Number(item) : NaN);
-    if (!(kind >= 2 && kind <= 255)) throw new NotModelled(`iptables target TCPOPTSTRIP --strip-options ${text} (iptables refuses "${item}")`);
+    const kind = OPTION_KINDS[item] ?? parseUnsigned(item, 255) ?? NaN;
+    if (!(kind >= 2)) throw new NotModelled(`iptables target TCPOPTSTRIP --strip-options ${text} (iptables refuses "${item}")`);
     return kind;
   });
 }

@@ -2841,6 +2841,37 @@ describe.skipIf(skipReason !== undefined)('kernel-differential: iptables flows (
       rulesets: v4(tb('nat', ['PREROUTING -p udp -j DNAT --to-destination 198.51.100.30:1000-2000/70'])),
       packets: [{ ...udp, dport: 80 }, { reply: true }, { ...udp, dport: 1081 }, { ...udp, dport: 80 }],
     },
+    // review flows.
+    {
+      name: 'xt flow: SNAT shifted, a second connection from the same source reuses the mapping',
+      rulesets: v4(tb('nat', ['POSTROUTING -p udp -j SNAT --to-source 198.51.100.10:1000-2000/70'])),
+      packets: [udp, { reply: true }, { ...udp, dst: '198.51.100.21' }, { reply: true }],
+    },
+    {
+      name: 'xt flow: SNAT shifted, two sources of one port clash',
+      rulesets: v4(tb('nat', ['POSTROUTING -p udp -j SNAT --to-source 198.51.100.10:1000-2000/70'])),
+      packets: [udp, { ...udp, src: '192.0.2.2' }, { reply: true }],
+    },
+    {
+      name: 'xt flow: SNAT shifted, the kept source port taken moves on',
+      rulesets: v4(tb('nat', ['POSTROUTING -p udp -j SNAT --to-source 198.51.100.10:39000-41000/70', 'POSTROUTING -p udp -s 192.0.2.2 -j SNAT --to-source 198.51.100.10:39000-41000/70'])),
+      packets: [{ ...udp, src: '198.51.100.10', iif: undefined as never }, { ...udp, src: '192.0.2.2' }],
+    },
+    {
+      name: 'xt flow: HMARK ct on a MASQUERADEd connection, reply',
+      rulesets: v4(MASQ, tb('mangle', ['FORWARD -j HMARK --hmark-tuple ct,src,dst,sport,dport,proto --hmark-rnd 0x77 --hmark-mod 1000000', 'POSTROUTING -j HMARK --hmark-tuple ct,src,dst,sport,dport,proto --hmark-rnd 0x78 --hmark-mod 1000000 --hmark-offset 0x1000000'])),
+      packets: [udp, { reply: true }, udp],
+    },
+    {
+      name: 'xt flow: CT --zone mark with DNAT, both directions marked',
+      rulesets: v4(tb('raw', ['PREROUTING -j MARK --set-xmark 0x30/0xffffffff', 'PREROUTING -j CT --zone mark']), DNAT8080, CTSTATES),
+      packets: [{ ...udp, dst: '192.0.2.10', dport: 5353 }, { reply: true }, { ...udp, dst: '192.0.2.10', dport: 5353 }],
+    },
+    {
+      name: 'xt flow: TCPOPTSTRIP on a handshake',
+      rulesets: v4(tb('mangle', ['FORWARD -p tcp -j TCPOPTSTRIP --strip-options mss', 'FORWARD -p tcp -m tcp --tcp-option 1 -j MARK --set-xmark 0x1/0x1'])),
+      packets: hs({ ...syn, tcpMss: 1400 }),
+    },
     // CONNMARK.
     {
       name: 'xt flow: CONNMARK save with masks on the SYN, restore on the SYN-ACK and ACK',

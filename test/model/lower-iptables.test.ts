@@ -346,6 +346,12 @@ describe('matches and targets', () => {
 
   // iptables-restore 1.8.9: a chain the dump declares is a chain, even named like a target; a
   // target's options after it are unknown options.
+  it('reads -j DNAT in the filter table as a jump to a chain DNAT the dump declares, without a table error', () => {
+    const { ruleset, diagnostics } = lower('*filter\n:INPUT ACCEPT [0:0]\n:DNAT - [0:0]\n-A INPUT -j DNAT\nCOMMIT\n', 'ip');
+    expect(diagnostics.filter((d) => d.severity === 'error')).toEqual([]);
+    expect(formatRule(chainOf(ruleset, 'filter', 'INPUT').rules[0]!)).toBe('counter packets 0 bytes 0 jump DNAT');
+  });
+
   it('reads -j TTL as a jump to a chain TTL the dump declares', () => {
     const { ruleset } = lower('*filter\n:INPUT ACCEPT [0:0]\n:TTL - [0:0]\n-A INPUT -j TTL\nCOMMIT\n', 'ip');
     expect(formatRule(chainOf(ruleset, 'filter', 'INPUT').rules[0]!)).toBe('counter packets 0 bytes 0 jump TTL');
@@ -367,6 +373,12 @@ describe('matches and targets', () => {
     ['*mangle', '-A INPUT -m cluster --cluster-total-nodes 33 --cluster-local-node 1 --cluster-hash-seed 1', 'cluster: --cluster-total-nodes must be from 1 to 32', 10],
     ['*mangle', '-A INPUT -m cluster --cluster-total-nodes 4 --cluster-local-nodemask 0x10 --cluster-hash-seed 1', 'cluster: --cluster-local-nodemask 0x10 is too big for 4 nodes', 10],
     ['*mangle', '-A INPUT -m cluster --cluster-total-nodes 2 --cluster-local-node 1', 'cluster: --cluster-hash-seed must be given', 10],
+    // xt_check_target: the target's module allows one table (struct xt_target .table).
+    ['*filter', '-A INPUT -j DNAT --to-destination 192.0.2.1', 'DNAT is valid only in the nat table: iptables-restore fails here (the kernel refuses the rule)', 10],
+    ['*mangle', '-A INPUT -j REJECT', 'REJECT is valid only in the filter table: iptables-restore fails here (the kernel refuses the rule)', 10],
+    ['*mangle', '-A INPUT -j CT --zone mark', 'CT is valid only in the raw table: iptables-restore fails here (the kernel refuses the rule)', 10],
+    ['*filter', '-A INPUT -p tcp -j TCPOPTSTRIP --strip-options mss', 'TCPOPTSTRIP is valid only in the mangle table: iptables-restore fails here (the kernel refuses the rule)', 17],
+    ['*nat', '-A INPUT -j TTL --ttl-set 5', 'TTL is valid only in the mangle table: iptables-restore fails here (the kernel refuses the rule)', 10],
   ])('%s: refuses %s', (table, lines, message, column) => {
     const { diagnostics } = lower(`${table}\n:INPUT ACCEPT [0:0]\n${lines}\nCOMMIT\n`, 'ip');
     expect(diagnostics.filter((d) => d.severity === 'error').map((d) => [d.message, d.span?.column])).toEqual([[message, column]]);

@@ -49,6 +49,16 @@ export interface ExtensionSpec {
  * and one given options says which family a dump is. */
 export const FAMILY_TARGETS: Readonly<Record<string, 'ipv4' | 'ipv6'>> = { TTL: 'ipv4', ECN: 'ipv4', CLUSTERIP: 'ipv4', HL: 'ipv6', SNPT: 'ipv6', DNPT: 'ipv6' };
 
+/** Targets whose kernel module allows them in one table only (struct xt_target .table):
+ * xt_check_target refuses the rule in any other, and iptables-restore fails (checked with
+ * iptables-nft 1.8.9 on Linux 6.18). */
+export const TARGET_TABLES: Readonly<Record<string, string>> = {
+  DNAT: 'nat', SNAT: 'nat', MASQUERADE: 'nat', REDIRECT: 'nat', NETMAP: 'nat',
+  CT: 'raw', NOTRACK: 'raw',
+  TCPOPTSTRIP: 'mangle', TPROXY: 'mangle', TTL: 'mangle', HL: 'mangle', DSCP: 'mangle', TOS: 'mangle', ECN: 'mangle', CHECKSUM: 'mangle',
+  REJECT: 'filter',
+};
+
 /** `'dport|destination-port port-range'`: names separated by `|`, then the value type. */
 function defineExtension(name: string, entries: readonly string[], allowed: Record<string, readonly string[]> = {}): ExtensionSpec {
   const options = new Map<string, OptionSpec>();

@@ -1,7 +1,7 @@
 // Typing of option arguments: from the spelling iptables accepts to the meaning the lowering and
 // the simulator use. A parse failure is a message (reported on the argument), never a throw.
 
-import { U64_MAX, type AddressSpec, type NatRange, type NumberRange, type RateUnit, type XtOptionValue } from '../../model/xt-option.js';
+import { parseUnsigned, U64_MAX, type AddressSpec, type NatRange, type NumberRange, type RateUnit, type XtOptionValue } from '../../model/xt-option.js';
 import { datatypeSymbols } from '../../model/datatypes.js';
 import type { OptionSpec } from './iptables-extensions.js';
 
@@ -23,15 +23,6 @@ export function argumentCount(spec: OptionSpec): number {
     default:
       return 1;
   }
-}
-
-const UINT = /^(?:0x[0-9a-f]+|0[0-7]*|[1-9][0-9]*)$/i;
-
-/** strtoul(…, 0) as xtables_strtoui uses it: decimal, 0x hex, leading-0 octal. */
-export function parseUnsigned(text: string, max = 0xffffffff): number | undefined {
-  if (!UINT.test(text)) return undefined;
-  const n = text.length > 1 && text[0] === '0' && (text[1] === 'x' || text[1] === 'X') ? parseInt(text.slice(2), 16) : text[0] === '0' ? parseInt(text, 8) : parseInt(text, 10);
-  return n <= max ? n : undefined;
 }
 
 // The service names iptables-save never prints (it prints numbers) but hand-written restore
