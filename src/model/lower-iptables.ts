@@ -22,12 +22,14 @@ import type {
 } from './ast.js';
 import type { Diagnostic } from './diagnostic.js';
 import type { ChainId, EarlierChainLookup } from './compose-rulesets.js';
-import { datatypeSymbols, readIptablesRejectWith, tcpOptionName, typeAgainst, typeInner, typeLiteral, typeWith, type Datatype } from './datatypes.js';
+import { datatypeSymbols, readIptablesRejectWith, tcpOptionName, typeAgainst, typeInner, typeLiteral, typeWith } from './datatypes.js';
 import { recordChainsByName } from './chains-by-name.js';
 import { formatRule } from './format-ruleset.js';
 import { iptablesNftChain, isIptablesNftTable } from './iptables-nft-chains.js';
 import { connmarkMasks, ctTemplateZone, optionNumber, U64_MAX, type AddressSpec } from './xt-option.js';
-import { xtNatRange, xtNatStatement } from './xt-nat-statement.js';
+import { IPV4_ADDR, IPV6_ADDR, xtNatRange, xtNatStatement } from './xt-nat-statement.js';
+import { readHmarkOptions } from './hmark-options.js';
+import { readStripList } from './tcpoptstrip-options.js';
 import type { IptablesDumpSink } from '../parser/iptables/parse-iptables-save.js';
 import { FAMILY_TARGETS, TARGET_TABLES } from '../parser/iptables/iptables-extensions.js';
 import type {
@@ -1142,7 +1144,7 @@ class RuleLowering {
   nat(t: IptablesTarget): boolean {
     const range = xtNatRange(t.options);
     if (range.portBase !== undefined) {
-      if (t.name === 'REDIRECT') this.diagnostics.push({ severity: 'error', code: 'bad-option', message: 'REDIRECT: a shifted port range (`/base`) is refused by iptables ("Shifted portmap ranges not supported")', span: t.span });
+      if (t.name === 'REDIRECT') this.diagnostics.push({ severity: 'error', code: 'bad-option', message: 'REDIRECT: a shifted port range (`/base`) is refused by iptables ("Shifted portmap ranges not supported with this kernel")', span: t.span });
       return false;
     }
     const stmt = xtNatStatement(t.name, t.options, this.family, t.span);
@@ -1180,7 +1182,17 @@ class RuleLowering {
    * rule of `-p tcp`. */
   tcpoptstrip(t: IptablesTarget): boolean {
     const protocol = this.rule.protocol;
-    if (protocol?.number !== 6 || protocol.negated) this.diagnostics.push({ severity: 'error', code: 'bad-option', message: 'TCPOPTSTRIP needs -p tcp (the kernel refuses the rule)', span: t.span });
+    const list = t.options.find((o) => o.name === 'strip-options');
+    const kinds = list?.value.type === 'string' ? readStripList(list.value.s) : undefined;
+    if (typeof kinds === 'string') this.diagnostics.push({ severity: 'error', code: 'bad-option', message: `TCPOPTSTRIP: ${kinds}`, span: list!.span });
+    else if (protocol?.number !== 6 || protocol.negated) this.diagnostics.push({ severity: 'error', code: 'bad-option', message: 'TCPOPTSTRIP needs -p tcp (the kernel refuses the rule)', span: t.span });
+    return false;
+  }
+
+  /** Kept as xt (xt-hmark.ts), after libxt_HMARK.c's and hmark_tg_check's checks. */
+  hmark(t: IptablesTarget): boolean {
+    const read = readHmarkOptions(t.options, this.family === 'ip' ? 32 : 128);
+    if (typeof read === 'string') this.diagnostics.push({ severity: 'error', code: 'bad-option', message: `HMARK: ${read}`, span: t.span });
     return false;
   }
 
@@ -1365,6 +1377,7 @@ const TARGET_LOWERINGS: Readonly<Record<string, TargetLowering>> = {
   TEE: p.tee,
   ECN: p.ecnTarget,
   TCPOPTSTRIP: p.tcpoptstrip,
+  HMARK: p.hmark,
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -1516,10 +1529,6 @@ function formatAddress(bits: bigint, v6: boolean): string {
   if (best < 0) return hexes.join(':');
   return `${hexes.slice(0, best).join(':')}::${hexes.slice(best + bestLen).join(':')}`;
 }
-
-// The address datatypes of the statements that take an address (tproxy, dup).
-const IPV4_ADDR: Datatype = { name: 'ipv4_addr', bits: 32 };
-const IPV6_ADDR: Datatype = { name: 'ipv6_addr', bits: 128 };
 
 // --- node constructors ----------------------------------------------------------------------
 

@@ -8,8 +8,10 @@ import type { Expr, NatStmt, Span } from './ast.js';
 import { typeWith, type Datatype } from './datatypes.js';
 import type { NatRange, XtOptionValue } from './xt-option.js';
 
-const IPV4_ADDR: Datatype = { name: 'ipv4_addr', bits: 32 };
-const IPV6_ADDR: Datatype = { name: 'ipv6_addr', bits: 128 };
+/** The address datatypes of the statements that take an address (NAT here, tproxy and dup in
+ * lower-iptables.ts). */
+export const IPV4_ADDR: Datatype = { name: 'ipv4_addr', bits: 32 };
+export const IPV6_ADDR: Datatype = { name: 'ipv6_addr', bits: 128 };
 const INET_SERVICE: Datatype = { name: 'inet_service', bits: 16 };
 
 /** The NAT kind of each iptables NAT target. */
@@ -54,8 +56,11 @@ export function xtNatStatement(name: string, options: readonly { readonly name: 
  * `/base` (struct nf_nat_range2 base_proto); SNAT and MASQUERADE pass the range in the older
  * structs (nf_nat_ipv4_multi_range_compat, nf_nat_range), which have no base: the kernel gets
  * the NF_NAT_RANGE_PROTO_OFFSET flag with a base of 0 (iptables-save prints `/0`, checked with
- * iptables-nft 1.8.9). Undefined without a shift. REDIRECT's is refused by iptables (DNAT_fcheck:
- * "Shifted portmap ranges not supported"). */
+ * iptables-nft 1.8.9). For SNAT xt_nat_convert_range clears it; MASQUERADE's range is built on
+ * the stack by nf_nat_masquerade_ipv4/_ipv6 without one, 0 in a kernel built with
+ * CONFIG_INIT_STACK_ALL_ZERO as Debian's and the tests' are. Undefined without a shift.
+ * REDIRECT's is refused by iptables (DNAT_fcheck: "Shifted portmap ranges not supported with
+ * this kernel"). */
 export function xtNatShiftBase(name: string, range: NatRange): number | undefined {
   if (range.portBase === undefined) return undefined;
   return name === 'DNAT' ? range.portBase : 0;

@@ -12,21 +12,7 @@ import { familyBits } from './address.js';
 import { IPS, isIcmpError } from './conntrack-table.js';
 import { jhash } from './evaluate-special-expr.js';
 import { hasConntrackEntry, hasZoneTemplate, NotModelled, type SimContext } from './sim-context.js';
-
-/** struct xt_hmark_info as libxt_HMARK.c fills it; the port masks and sets in host order. */
-interface HmarkInfo {
-  srcMask: bigint;
-  dstMask: bigint;
-  sportMask: number;
-  dportMask: number;
-  sportSet: number;
-  dportSet: number;
-  protoMask: number;
-  rnd: number | undefined;
-  mod: number | undefined;
-  offset: number;
-  ct: boolean;
-}
+import { readHmarkOptions, type HmarkInfo } from '../model/hmark-options.js';
 
 /** The hashed tuple (struct hmark_tuple): addresses masked and folded to 32 bits, the ports
  * word, the protocol. */
@@ -37,10 +23,6 @@ interface HmarkTuple {
   readonly proto: number;
 }
 
-/** hmark_parse: the `--hmark-tuple` words, each matched as a prefix, case aside, in this order
- * (`s` is src, `sp` sport). */
-const TUPLE_WORDS = ['ct', 'src', 'dst', 'sport', 'dport', 'proto', 'spi'] as const;
-
 /** Transport protocols whose first four bytes are ports (proto_ports_offset 0): TCP, UDP,
  * UDP-Lite, DCCP, SCTP. ESP's and AH's SPI is not in the packet model. */
 const PORTED = new Set([6, 17, 136, 33, 132]);
@@ -50,7 +32,12 @@ const INFOS = new WeakMap<XtExtensionStmt, HmarkInfo>();
 
 export function runHmarkTarget(stmt: XtExtensionStmt, ctx: SimContext): void {
   let info = INFOS.get(stmt);
-  if (!info) INFOS.set(stmt, (info = readHmarkInfo(stmt, familyBits(ctx.family))));
+  if (!info) {
+    const read = readHmarkOptions(stmt.options, familyBits(ctx.family));
+    // The lowering refuses such a rule (iptables does): a model built otherwise.
+    if (typeof read === 'string') throw new NotModelled(`iptables target HMARK: ${read}`);
+    INFOS.set(stmt, (info = read));
+  }
   const tuple = info.ct ? connectionTuple(info, ctx) : packetTuple(info, ctx);
   // Without a conntrack entry in ct mode the target does nothing (XT_CONTINUE).
   if (tuple) ctx.pkt.mark = hmarkHash(tuple, info);
@@ -66,63 +53,8 @@ export function hmarkHash(t: HmarkTuple, info: Pick<HmarkInfo, 'protoMask' | 'rn
   view.setUint32(0, low, true);
   view.setUint32(4, high, true);
   view.setUint32(8, t.ports, true);
-  const hash = (jhash(key, info.rnd ?? 0) ^ (t.proto & info.protoMask)) >>> 0;
-  return (Number((BigInt(hash) * BigInt(info.mod ?? 1)) >> 32n) + info.offset) >>> 0;
-}
-
-type Setter = (info: HmarkInfo, n: number, prefix: (length: number) => bigint) => void;
-
-/** What each numeric option sets (libxt_HMARK.c HMARK_opts). The SPI's mask and value share the
- * ports' word (union hmark_ports), its high half the source port's. */
-const OPTION_SETTERS: Readonly<Record<string, Setter>> = {
-  'hmark-src-prefix': (info, n, prefix) => void (info.srcMask = prefix(n)),
-  'hmark-dst-prefix': (info, n, prefix) => void (info.dstMask = prefix(n)),
-  'hmark-sport-mask': (info, n) => void (info.sportMask = n & 0xffff),
-  'hmark-dport-mask': (info, n) => void (info.dportMask = n & 0xffff),
-  'hmark-spi-mask': (info, n) => void ([info.sportMask, info.dportMask] = [n >>> 16, n & 0xffff]),
-  'hmark-sport': (info, n) => void (info.sportSet = n & 0xffff),
-  'hmark-dport': (info, n) => void (info.dportSet = n & 0xffff),
-  'hmark-spi': (info, n) => void ([info.sportSet, info.dportSet] = [n >>> 16, n & 0xffff]),
-  'hmark-proto-mask': (info, n) => void (info.protoMask = n & 0xffff),
-  'hmark-rnd': (info, n) => void (info.rnd = n >>> 0),
-  'hmark-mod': (info, n) => void (info.mod = n >>> 0),
-  'hmark-offset': (info, n) => void (info.offset = n >>> 0),
-};
-
-/** What each `--hmark-tuple` word sets (hmark_parse): its masks all-ones, or ct mode. */
-const TUPLE_SETTERS: Readonly<Record<(typeof TUPLE_WORDS)[number], (info: HmarkInfo, all: bigint) => void>> = {
-  ct: (info) => void (info.ct = true),
-  src: (info, all) => void (info.srcMask = all),
-  dst: (info, all) => void (info.dstMask = all),
-  sport: (info) => void (info.sportMask = 0xffff),
-  dport: (info) => void (info.dportMask = 0xffff),
-  proto: (info) => void (info.protoMask = 0xffff),
-  spi: (info) => void ([info.sportMask, info.dportMask] = [0xffff, 0xffff]),
-};
-
-/** The options in order, as libxt_HMARK.c applies them: a later one overrides what an earlier
- * one set of the same mask. */
-function readHmarkInfo(stmt: XtExtensionStmt, bits: number): HmarkInfo {
-  const all = (1n << BigInt(bits)) - 1n;
-  const prefix = (length: number): bigint => (length >= bits ? all : all ^ (all >> BigInt(length)));
-  const info: HmarkInfo = { srcMask: 0n, dstMask: 0n, sportMask: 0, dportMask: 0, sportSet: 0, dportSet: 0, protoMask: 0, rnd: undefined, mod: undefined, offset: 0, ct: false };
-  for (const o of stmt.options) {
-    if (o.name === 'hmark-tuple' && o.value.type === 'string') {
-      for (const word of o.value.s.split(',')) {
-        const lower = word.toLowerCase();
-        const name = lower === '' ? undefined : TUPLE_WORDS.find((w) => w.startsWith(lower));
-        if (!name) throw new NotModelled(`iptables target HMARK --hmark-tuple ${o.value.s} (iptables refuses "${word}")`);
-        TUPLE_SETTERS[name](info, all);
-      }
-      continue;
-    }
-    const setter = OPTION_SETTERS[o.name];
-    if (o.value.type !== 'number' || !setter) throw new NotModelled(`iptables target HMARK --${o.name} '${o.args.join(' ')}'`);
-    setter(info, o.value.n, prefix);
-  }
-  // HMARK_check and hmark_tg_check: both are mandatory, the modulus not 0.
-  if (info.rnd === undefined || !info.mod) throw new NotModelled('iptables target HMARK without --hmark-rnd and a --hmark-mod of 1 or more (iptables refuses it)');
-  return info;
+  const hash = (jhash(key, info.rnd) ^ (t.proto & info.protoMask)) >>> 0;
+  return (Number((BigInt(hash) * BigInt(info.mod)) >> 32n) + info.offset) >>> 0;
 }
 
 /** An address under its mask, folded to 32 bits: an IPv6 address's four words xored

@@ -6,29 +6,18 @@
 // `-m tcpmss` nor `tcp option maxseg` finds an MSS option any more.
 
 import type { XtExtensionStmt } from '../model/ast.js';
-import { parseUnsigned } from '../model/xt-option.js';
+import { readStripList } from '../model/tcpoptstrip-options.js';
 import { TCP_MSS_LENGTH, TCP_MSS_OPTION } from './packet-bytes.js';
 import { NotModelled, type PacketState, type SimContext } from './sim-context.js';
-
-/** libxt_TCPOPTSTRIP.c tcp_optionmap: the names `--strip-options` takes beside kind numbers
- * (iptables-save prints the numbers). */
-const OPTION_KINDS: Readonly<Record<string, number>> = { wscale: 3, mss: 2, 'sack-permitted': 4, sack: 5, timestamp: 8, md5: 19 };
 
 export function runTcpOptStripTarget(stmt: XtExtensionStmt, ctx: SimContext): void {
   const option = stmt.options.find((o) => o.name === 'strip-options');
   if (option?.value.type !== 'string') throw new NotModelled('iptables target TCPOPTSTRIP without --strip-options');
   // A rule of `-p tcp` in the mangle table (the target's .proto and .table): a TCP packet.
-  if (ctx.pkt.l4proto === 6) stripTcpOptions(ctx.pkt, parseStripList(option.value.s));
-}
-
-/** The kinds of `--strip-options mss,3,…` (libxt_TCPOPTSTRIP.c parse_list: a name or a number
- * of 2-255). */
-export function parseStripList(text: string): number[] {
-  return text.split(',').map((item) => {
-    const kind = OPTION_KINDS[item] ?? parseUnsigned(item, 255) ?? NaN;
-    if (!(kind >= 2)) throw new NotModelled(`iptables target TCPOPTSTRIP --strip-options ${text} (iptables refuses "${item}")`);
-    return kind;
-  });
+  const kinds = readStripList(option.value.s);
+  // The lowering refuses such a rule (iptables does): a model built otherwise.
+  if (typeof kinds === 'string') throw new NotModelled(`iptables target TCPOPTSTRIP: ${kinds}`);
+  if (ctx.pkt.l4proto === 6) stripTcpOptions(ctx.pkt, kinds);
 }
 
 /** The options of these kinds become NOPs: of nftsim's, the MSS option. */

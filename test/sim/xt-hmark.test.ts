@@ -5,6 +5,7 @@
 // and the flow rows "xt flow: HMARK …" (test/kernel/differential.test.ts) check the marks on
 // Linux.
 import { describe, expect, it } from 'vitest';
+import { parseRuleset } from '../../src/parser/parse-ruleset.js';
 import { hmarkHash } from '../../src/sim/xt-hmark.js';
 import { simulateOne } from './helpers.js';
 
@@ -35,10 +36,20 @@ describe('HMARK', () => {
     ['both directions of a connection get one mark (addresses and ports ordered)', FIVE, TCP_BACK],
     ['a field without a mask does not enter: the source port', '--hmark-tuple src,dst,dport --hmark-rnd 0x1 --hmark-mod 65536', { ...TCP, sport: 1234 }],
     ['a prefix masks the host part', '--hmark-src-prefix 24 --hmark-rnd 0x1 --hmark-mod 65536', { ...TCP, src: '192.0.2.7' }],
-    ['the protocol enters only under --hmark-proto-mask', '--hmark-tuple src,dst --hmark-rnd 0x1 --hmark-mod 65536', { ...TCP, protocol: 'udp' }],
+    ['the protocol enters only under --hmark-proto-mask', '--hmark-tuple src,dst --hmark-rnd 0x1 --hmark-mod 0xffffffff', { ...TCP, protocol: 'udp' }],
     ['--hmark-spi-mask 0xffff0000 is the source port\'s mask alone', '--hmark-tuple dst --hmark-spi-mask 0xffff0000 --hmark-rnd 0x9 --hmark-mod 997', { ...TCP, dport: 443 }],
   ])('%s', (_name, options, other) => {
-    expect(hmark(options, other)).toEqual(hmark(options));
+    const mark = hmark(options);
+    // The target did set a mark: the packet's own is 0.
+    expect(mark.mark).not.toBe('0x00000000');
+    expect(hmark(options, other)).toEqual(mark);
+  });
+
+  it.each([
+    ['a masked field enters: the source port', '--hmark-tuple src,dst,sport,dport --hmark-rnd 0x1 --hmark-mod 65536', { ...TCP, sport: 1234 }],
+    ['the protocol enters under --hmark-proto-mask (xored into the low bits, which a large modulus keeps)', '--hmark-tuple src,dst,proto --hmark-rnd 0x1 --hmark-mod 0xffffffff', { ...TCP, protocol: 'udp' }],
+  ])('%s', (_name, options, other) => {
+    expect(hmark(options, other).mark).not.toBe(hmark(options).mark);
   });
 
   it.each([
@@ -46,6 +57,7 @@ describe('HMARK', () => {
     ['--hmark-tuple spi is both port masks', '--hmark-tuple spi --hmark-rnd 0x3 --hmark-mod 100000', '--hmark-sport-mask 0xffff --hmark-dport-mask 0xffff --hmark-rnd 0x3 --hmark-mod 100000'],
     ['a later option overrides the mask an earlier one set', '--hmark-tuple src --hmark-src-prefix 24 --hmark-rnd 0x3 --hmark-mod 100000', '--hmark-src-prefix 24 --hmark-rnd 0x3 --hmark-mod 100000'],
   ])('%s', (_name, options, same) => {
+    expect(hmark(options).mark).not.toBe('0x00000000');
     expect(hmark(options)).toEqual(hmark(same));
   });
 
@@ -62,10 +74,17 @@ describe('HMARK', () => {
     expect(hmark('--hmark-tuple ct,src --hmark-rnd 0x1 --hmark-mod 16', { ...TCP, mark: 5 }, 'PREROUTING', 'raw')).toEqual({ mark: '0x00000005', unsupported: [] });
   });
 
+  // iptables-nft 1.8.9's messages, and the kernel's hmark_tg_check (EINVAL).
   it.each([
-    ['without --hmark-rnd', '--hmark-tuple src --hmark-mod 4'],
-    ['with a tuple word iptables refuses', '--hmark-tuple src,bogus --hmark-rnd 0x1 --hmark-mod 4'],
-  ])('is not modelled %s', (_name, options) => {
-    expect(hmark(options).unsupported).toHaveLength(1);
+    ['without --hmark-rnd', '--hmark-tuple src --hmark-mod 4', '--hmark-rnd is mandatory'],
+    ['without --hmark-mod', '--hmark-tuple src --hmark-rnd 1', '--hmark-mod is mandatory'],
+    ['with --hmark-mod 0', '--hmark-tuple src --hmark-rnd 1 --hmark-mod 0', 'bad value for option "--hmark-mod", or out of range (1-4294967295)'],
+    ['without a tuple, prefix or mask', '--hmark-rnd 1 --hmark-mod 4', 'you have to specify --hmark-tuple at least'],
+    ['with a tuple word iptables refuses', '--hmark-tuple src,bogus --hmark-rnd 0x1 --hmark-mod 4', '"--hmark-tuple" requires a list of types with no spaces, e.g. src,dst,sport,dport,proto'],
+    ['with the spi and a port mask', '--hmark-tuple spi,sport --hmark-rnd 1 --hmark-mod 2', 'you cannot use --hmark-spi-mask and --hmark-?port-mask,at the same time'],
+    ['with an spi and a port set', '--hmark-tuple src --hmark-rnd 1 --hmark-mod 2 --hmark-spi 1 --hmark-sport 2', '--hmark-spi and --hmark-sport or --hmark-dport cannot be combined (the kernel refuses the rule)'],
+  ])('is refused %s', (_name, options, message) => {
+    const { diagnostics } = parseRuleset([{ text: `*mangle\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j HMARK ${options}\nCOMMIT\n`, file: 'h.save' }]);
+    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => d.message)).toEqual([`HMARK: ${message}`]);
   });
 });

@@ -258,7 +258,10 @@ export function parseNatRange(text: string): Parsed<NatRange> {
   return range;
 }
 
-/** `port[-port][/base]` (`--to-ports` of MASQUERADE/REDIRECT, the port part of SNAT/DNAT). */
+/** `port[-port][/base]` (`--to-ports` of MASQUERADE/REDIRECT, the port part of SNAT/DNAT).
+ * iptables-restore refuses a base after one port ("Garbage after port value") and a base of 0
+ * ("Port `0' not valid"), but iptables-save prints both (a range of one port with a base, and
+ * SNAT's and MASQUERADE's shifts, which keep no base), so a capture may hold them: read. */
 export function parseNatPorts(text: string): Parsed<NatRange> {
   // A service name may hold `-` (`ftp-data`): a whole name wins over a range.
   const slash = text.indexOf('/');
