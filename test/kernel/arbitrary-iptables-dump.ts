@@ -5,8 +5,9 @@
 // addrtype, multiport, tcpmss, helper, connbytes, ecn, cluster, connlabel, devgroup, statistic,
 // comment, iprange, pkttype, length, ttl / hl, dscp, tos, owner, u32; MARK --set-xmark and
 // friends, CONNMARK save/restore with masks and shifts, LOG, DSCP, TOS, ECN, CLASSIFY, TCPMSS,
-// REJECT, DNAT/SNAT with ranges, NETMAP, MASQUERADE, REDIRECT, CT --notrack / --zone and NOTRACK,
-// which raw runs before conntrack).
+// TCPOPTSTRIP, HMARK, REJECT, DNAT/SNAT with ranges and a shifted range, NETMAP, MASQUERADE,
+// REDIRECT, CT --notrack / --zone / --zone mark / --ctevents and NOTRACK, which raw runs before
+// conntrack).
 import fc from 'fast-check';
 import type { Hook } from './arbitrary-nft-rule.js';
 import { ADDRESSES, withPort, type AddressFamily } from './generated-host.js';
@@ -193,7 +194,9 @@ function tableTargets(af: AddressFamily, table: IptTable): readonly IptPart[] {
   const unreachable = af === 'ip' ? ['icmp-port-unreachable', 'icmp-host-unreachable'] : ['icmp6-port-unreachable', 'icmp6-addr-unreachable'];
   switch (table) {
     case 'raw':
-      return [{ text: '-j CT --notrack' }, { text: '-j NOTRACK' }, { text: '-j CT --zone 1' }];
+      // CT --zone mark: the zone is the mark's low 16 bits when conntrack runs; --ctevents: a
+      // template of zone 0 all the same.
+      return [{ text: '-j CT --notrack' }, { text: '-j NOTRACK' }, { text: '-j CT --zone 1' }, { text: '-j CT --zone mark' }, { text: '-j CT --ctevents new,related' }];
     case 'mangle':
       return [
         { text: '-j DSCP --set-dscp 0x08' },
@@ -209,6 +212,9 @@ function tableTargets(af: AddressFamily, table: IptTable): readonly IptPart[] {
         ...(af === 'ip' ? ['TTL --ttl-set 1', 'TTL --ttl-dec 1', 'TTL --ttl-inc 1'] : ['HL --hl-set 1', 'HL --hl-dec 1', 'HL --hl-inc 1']).map((t) => ({ text: `-j ${t}` })),
         // ECN (IPv4 only): the ECN field, and the congestion flags of a TCP packet.
         ...(af === 'ip' ? [{ text: '-j ECN --ecn-ip-ect 1' }, { text: '-j ECN --ecn-tcp-remove', needs: 'tcp' as const }, { text: '-j ECN --ecn-tcp-cwr 1', needs: 'tcp' as const }] : []),
+        // The MSS option becomes NOPs; the mark becomes a hash of the packet's 5-tuple.
+        { text: '-j TCPOPTSTRIP --strip-options mss', needs: 'tcp' },
+        { text: '-j HMARK --hmark-tuple src,dst,sport,dport,proto --hmark-rnd 0xcafe --hmark-mod 16 --hmark-offset 0x100' },
       ];
     case 'filter':
       return [
@@ -222,6 +228,8 @@ function tableTargets(af: AddressFamily, table: IptTable): readonly IptPart[] {
         { text: `-j DNAT --to-destination ${withPort(af, a.server[2], '8080')}`, hooks: ['prerouting', 'output'], needs: 'port' },
         { text: `-j DNAT --to-destination ${a.natRange}`, hooks: ['prerouting', 'output'] },
         { text: `-j DNAT --to-destination ${a.server[2]}`, hooks: ['prerouting', 'output'] },
+        // A shifted port range: 1000 + (port - 70) modulo the range's size.
+        { text: `-j DNAT --to-destination ${withPort(af, a.server[2], '1000-2000/70')}`, hooks: ['prerouting', 'output'], needs: 'port' },
         { text: `-j NETMAP --to ${a.natPrefix}`, hooks: ['prerouting', 'output'] },
         { text: '-j REDIRECT --to-ports 8080', hooks: ['prerouting', 'output'], needs: 'port' },
         { text: '-j MASQUERADE', hooks: ['postrouting'] },
