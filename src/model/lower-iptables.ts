@@ -1156,9 +1156,12 @@ class RuleLowering {
   notrack(t: IptablesTarget): boolean {
     if (t.name === 'CT' && !(t.options.length === 1 && t.options[0]?.name === 'notrack')) {
       // A template in a zone given by number (0 without one, the netlink events aside) is `ct
-      // zone set`; `--zone mark` stays xt (src/sim/xt-ct.ts).
+      // zone set`; `--zone mark` and `--helper` stay xt (src/sim/xt-ct.ts).
       const zone = ctTemplateZone(t.options);
-      if (zone === undefined || zone === 'mark') return false;
+      const helper = t.options.some((o) => o.name === 'helper');
+      // xt_ct_set_helper looks the helper up by name and the rule's protocol: ENOENT without one.
+      if (helper && (this.rule.protocol === undefined || this.rule.protocol.negated)) this.diagnostics.push({ severity: 'error', code: 'bad-option', message: 'CT --helper needs -p with the protocol of the helper (the kernel refuses the rule)', span: t.span });
+      if (zone === undefined || zone === 'mark' || helper) return false;
       const span = t.options.find((o) => o.name === 'zone')?.span ?? t.span;
       this.stmts.push({ kind: 'ct-set', span: t.span, key: 'zone', value: typeWith(lit(span, String(zone)), { name: 'integer', bits: 16 }) });
       return true;
@@ -1338,12 +1341,12 @@ const TYPED_XT_MATCHES: ReadonlySet<string> = new Set(['cluster', 'connlabel', '
 const TYPED_XT_TARGETS: ReadonlySet<string> = new Set(['TTL', 'HL', 'TOS', 'ECN', 'CHECKSUM', 'NETMAP', 'CONNMARK', 'TCPOPTSTRIP', 'HMARK']);
 
 // Targets kept as xt in some of their forms only, which the simulator gives (a shifted port
-// range, xt-shifted-nat.ts; CT's zone from the mark, xt-ct.ts).
+// range, xt-shifted-nat.ts; CT's zone from the mark and its helper, xt-ct.ts).
 const SIMULATED_XT_FORMS: Readonly<Record<string, (t: IptablesTarget) => boolean>> = {
   SNAT: hasShiftedPorts,
   DNAT: hasShiftedPorts,
   MASQUERADE: hasShiftedPorts,
-  CT: (t) => ctTemplateZone(t.options) === 'mark',
+  CT: (t) => ctTemplateZone(t.options) === 'mark' || (ctTemplateZone(t.options) !== undefined && t.options.some((o) => o.name === 'helper')),
 };
 
 function hasShiftedPorts(t: IptablesTarget): boolean {

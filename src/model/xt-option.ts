@@ -91,16 +91,18 @@ export function connmarkMasks(options: readonly { readonly name: string; readonl
   return { nfmask: shared ?? optionNumber(options, 'nfmask') ?? 0xffffffff, ctmask: shared ?? optionNumber(options, 'ctmask') ?? 0xffffffff };
 }
 
-/** The zone of the template an iptables CT target attaches, when that is all it does: `--zone
- * N` (0 without it), or `mark` for `--zone mark` (the packet's mark when conntrack looks it up),
- * with `--ctevents` and `--expevents`, which choose the netlink events of the connection and
- * nothing on its way (xt_CT.c xt_ct_tg_check gives every CT but `--notrack` a template, in zone 0
- * unless a zone is given). Undefined for a CT doing more or other (`--notrack`, `--helper`,
- * `--timeout`, a zone of one direction) or a zone libxt_CT would not read. */
+/** The zone of the template an iptables CT target attaches, when that is all it does to a
+ * packet's way: `--zone N` (0 without it), or `mark` for `--zone mark` (the packet's mark when
+ * conntrack looks it up), with `--ctevents` and `--expevents`, which choose the netlink events
+ * of the connection, and `--helper`, whose helper reads the connection's payload (nftsim's
+ * packets carry none that a helper acts on) to expect other connections (xt_CT.c
+ * xt_ct_tg_check gives every CT but `--notrack` a template, in zone 0 unless a zone is given).
+ * Undefined for a CT doing more or other (`--notrack`, `--timeout`, a zone of one direction) or
+ * a zone libxt_CT would not read. */
 export function ctTemplateZone(options: readonly { readonly name: string; readonly value: XtOptionValue }[]): number | 'mark' | undefined {
   let zone: number | 'mark' = 0;
   for (const o of options) {
-    if (o.name === 'ctevents' || o.name === 'expevents') continue;
+    if (o.name === 'ctevents' || o.name === 'expevents' || o.name === 'helper') continue;
     if (o.name !== 'zone' || o.value.type !== 'string') return undefined;
     const text = o.value.s;
     // ct_parse_zone_id: `mark` in any case, else a number of 0-65535 (strtoul of base 0).

@@ -1158,7 +1158,11 @@ const XT_FEATURES: readonly XtCase[] = [
   ip6({ name: 'xt REJECT: IPv6 without --reject-with', dump: xtTableDump('filter', ['FORWARD -j REJECT']), packet: UDP6 }),
   { name: 'xt REJECT: tcp-reset at input', dump: xtTableDump('filter', ['INPUT -p tcp -j REJECT --reject-with tcp-reset']), packet: TO_NODE },
   // CT, NOTRACK.
-  { name: 'xt CT: --helper ftp', open: 'not modelled: iptables target CT --helper', dump: xtTableDump('raw', ['PREROUTING -p tcp -m tcp --dport 21 -j CT --helper ftp'], '-m conntrack --ctstate NEW'), packet: { ...SYN, dport: 21 } },
+  // A helper acts on payload (an FTP command) nftsim's packets lack: the template of its zone.
+  { name: 'xt CT: --helper ftp', dump: xtTableDump('raw', ['PREROUTING -p tcp -m tcp --dport 21 -j CT --helper ftp'], '-m conntrack --ctstate NEW'), packet: { ...SYN, dport: 21 } },
+  { name: 'xt CT: --helper ftp --zone 3', dump: xtTableDump('raw', ['PREROUTING -p tcp -j CT --helper ftp --zone 3'], '-m conntrack --ctstate NEW'), nft: ZONE_IS(3), packet: { ...SYN, dport: 21 } },
+  { name: 'xt CT: --helper tftp then NOTRACK: the template stays', dump: xtTableDump('raw', ['PREROUTING -p udp -j CT --helper tftp', 'PREROUTING -j CT --notrack'], '-m conntrack --ctstate NEW'), packet: { ...UDP, dport: 69 } },
+  { name: 'xt CT: --helper ftp, then -m helper ! --helper ftp matches (the connection has no master)', dump: `${xtTableDump('raw', ['PREROUTING -p tcp -j CT --helper ftp'])}${filterDump('-m helper ! --helper ftp')}`, packet: { ...SYN, dport: 21 } },
   { name: 'xt CT: --zone-orig 1', open: 'not modelled: iptables target CT --zone-orig', dump: xtTableDump('raw', ['PREROUTING -j CT --zone-orig 1'], '-m conntrack --ctstate NEW'), packet: SYN },
   // xt_ct_tg_check gives every CT but --notrack a template (zone 0 without --zone): --ctevents
   // only picks the netlink events, but its template keeps NOTRACK and a later CT from the packet.

@@ -384,6 +384,12 @@ describe('matches and targets', () => {
     expect(diagnostics.filter((d) => d.severity === 'error').map((d) => [d.message, d.span?.column])).toEqual([[message, column]]);
   });
 
+  // xt_ct_set_helper finds no helper without the rule's protocol (ENOENT).
+  it('refuses CT --helper without -p', () => {
+    const { diagnostics } = lower('*raw\n:PREROUTING ACCEPT [0:0]\n-A PREROUTING -j CT --helper ftp\n-A PREROUTING -p tcp -j CT --helper ftp\nCOMMIT\n', 'ip');
+    expect(diagnostics.filter((d) => d.severity === 'error').map((d) => [d.message, d.span?.line, d.span?.column])).toEqual([['CT --helper needs -p with the protocol of the helper (the kernel refuses the rule)', 3, 15]]);
+  });
+
   it('types the options of an xt extension', () => {
     const { ruleset } = lower('*filter\n:INPUT ACCEPT [0:0]\n-A INPUT -m recent --rcheck --seconds 60 --name foo -j DROP\nCOMMIT\n');
     const stmt = chainOf(ruleset, 'filter', 'INPUT').rules[0]!.stmts[0]!;

@@ -1,7 +1,8 @@
 // iptables' CT target as a conntrack template (xt_CT.c xt_ct_tg_check, xt_ct_target): every CT
 // but --notrack attaches one, in zone 0 unless --zone gives one; --ctevents and --expevents only
-// pick netlink events. --zone mark takes the zone from the packet's mark when conntrack looks
-// the packet up (NF_CT_FLAG_MARK, nf_conntrack_zones.h nf_ct_zone_tmpl), its low 16 bits.
+// pick netlink events, --helper a helper for payload nftsim's packets do not carry. --zone mark
+// takes the zone from the packet's mark when conntrack looks the packet up (NF_CT_FLAG_MARK,
+// nf_conntrack_zones.h nf_ct_zone_tmpl), its low 16 bits.
 // Kernel rows "xt CT: …" (test/kernel/differential-expressions.test.ts) and the flow rows "xt
 // flow: CT --zone mark …" (test/kernel/differential.test.ts) check the same on Linux.
 import { describe, expect, it } from 'vitest';
@@ -45,13 +46,16 @@ describe('the CT target', () => {
     ['--zone mark: the mark\'s low 16 bits', ['-j CT --zone mark'], 0x30005, 0x12030005],
     ['--zone mark: the mark conntrack finds, set after the target', ['-j CT --zone mark', '-j MARK --set-xmark 0x7/0xffffffff'], 0x5, 0x14000007],
     ['--zone mark after CT --zone 5: the first template stays', ['-j CT --zone 5', '-j CT --zone mark'], 0x7, 0x12000007],
+    // A helper acts on payload nftsim's packets do not carry: the template of its zone.
+    ['--helper: a template in zone 0', ['-p tcp -j CT --helper ftp'], 0, 0x11000000],
+    ['--helper --zone 5: zone 5', ['-p tcp -j CT --helper ftp --zone 5'], 0, 0x12000000],
+    ['--helper keeps NOTRACK from the packet', ['-p tcp -j CT --helper ftp', '-j NOTRACK'], 0, 0x11000000],
   ])('%s', (_name, raw, mark, expected) => {
     expect(run(raw, mark)).toEqual({ mark: `0x${expected.toString(16).padStart(8, '0')}`, unsupported: [], warnings: [] });
   });
 
   it.each([
     ['--zone-orig: a zone of one direction', '-j CT --zone-orig 1', /iptables target CT --zone-orig/],
-    ['--helper', '-p tcp -j CT --helper ftp', /iptables target CT --helper/],
   ])('%s stays not modelled', (_name, rule, reason) => {
     const { unsupported, warnings } = run([rule]);
     expect(warnings).toEqual(['unsupported']);
