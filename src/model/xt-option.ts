@@ -91,10 +91,15 @@ export function connmarkMasks(options: readonly { readonly name: string; readonl
   return { nfmask: shared ?? optionNumber(options, 'nfmask') ?? 0xffffffff, ctmask: shared ?? optionNumber(options, 'ctmask') ?? 0xffffffff };
 }
 
+/** The conntrack helpers that act on a connection's payload only (nf_conntrack_ftp.c, _tftp.c,
+ * _irc.c, _sip.c, _sane.c, _amanda.c, _pptp.c, _h323_main.c's RAS and Q.931, nf_nat_snmp_basic):
+ * netbios-ns expects replies to any broadcast a local socket sends, whatever it carries. */
+const PAYLOAD_HELPERS: ReadonlySet<string> = new Set(['ftp', 'tftp', 'irc', 'sip', 'sane', 'amanda', 'pptp', 'RAS', 'Q.931', 'snmp']);
+
 /** The zone of the template an iptables CT target attaches, when that is all it does to a
  * packet's way: `--zone N` (0 without it), or `mark` for `--zone mark` (the packet's mark when
  * conntrack looks it up), with `--ctevents` and `--expevents`, which choose the netlink events
- * of the connection, and `--helper`, whose helper reads the connection's payload (nftsim's
+ * of the connection, and `--helper` of a helper that reads the connection's payload (nftsim's
  * packets carry none that a helper acts on) to expect other connections (xt_CT.c
  * xt_ct_tg_check gives every CT but `--notrack` a template, in zone 0 unless a zone is given).
  * Undefined for a CT doing more or other (`--notrack`, `--timeout`, a zone of one direction) or
@@ -102,7 +107,8 @@ export function connmarkMasks(options: readonly { readonly name: string; readonl
 export function ctTemplateZone(options: readonly { readonly name: string; readonly value: XtOptionValue }[]): number | 'mark' | undefined {
   let zone: number | 'mark' = 0;
   for (const o of options) {
-    if (o.name === 'ctevents' || o.name === 'expevents' || o.name === 'helper') continue;
+    if (o.name === 'ctevents' || o.name === 'expevents') continue;
+    if (o.name === 'helper' && o.value.type === 'string' && PAYLOAD_HELPERS.has(o.value.s)) continue;
     if (o.name !== 'zone' || o.value.type !== 'string') return undefined;
     const text = o.value.s;
     // ct_parse_zone_id: `mark` in any case, else a number of 0-65535 (strtoul of base 0).

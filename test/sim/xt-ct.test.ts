@@ -24,13 +24,13 @@ const ZONE_PROBE = `table ip probe {
 }
 `;
 
-function run(raw: readonly string[], mark = 0): { mark: string; unsupported: string[]; warnings: string[] } {
+function run(raw: readonly string[], mark = 0, packet: object = PACKET): { mark: string; unsupported: string[]; warnings: string[] } {
   const dump = `*raw\n:PREROUTING ACCEPT [0:0]\n:OUTPUT ACCEPT [0:0]\n${raw.map((r) => `-A PREROUTING ${r}`).join('\n')}\nCOMMIT\n`;
   const { ruleset, diagnostics } = parseRuleset([
     { text: dump, file: 'raw.ipt', format: 'iptables' },
     { text: ZONE_PROBE, file: 'probe.nft', format: 'nft' },
   ]);
-  const result = simulatePacket(ruleset, { host: HOST, packet: { ...PACKET, mark } });
+  const result = simulatePacket(ruleset, { host: HOST, packet: { ...(packet as typeof PACKET), mark } });
   const [outcome] = result.outcomes;
   const warnings = diagnostics.filter((d) => d.severity !== 'info').map((d) => d.code);
   return { mark: outcome!.mark, unsupported: outcome!.trace.filter((e) => e.kind === 'unsupported').map((e) => e.reason ?? ''), warnings };
@@ -56,8 +56,10 @@ describe('the CT target', () => {
 
   it.each([
     ['--zone-orig: a zone of one direction', '-j CT --zone-orig 1', /iptables target CT --zone-orig/],
+    // It expects replies to a local socket's broadcasts, whatever they carry.
+    ['--helper netbios-ns', '-p udp -j CT --helper netbios-ns', /iptables target CT --helper/],
   ])('%s stays not modelled', (_name, rule, reason) => {
-    const { unsupported, warnings } = run([rule]);
+    const { unsupported, warnings } = run([rule], 0, { ...PACKET, protocol: 'udp', dport: 137 });
     expect(warnings).toEqual(['unsupported']);
     expect(unsupported).toHaveLength(1);
     expect(unsupported[0]).toMatch(reason);
