@@ -83,8 +83,8 @@ function isRouted(ctx: SimContext): boolean {
   return ctx.hook !== 'prerouting' && ctx.hook !== 'ingress';
 }
 
-/** rt_nexthop of the packet's route: the gateway, else the destination (a local one's route has
- * no gateway). */
+/** rt_nexthop of the packet's route: the gateway of the nexthop the routing decision attached
+ * (ctx.gateway), else the destination (a local one's route has no gateway). */
 export function nexthopOf(ctx: SimContext): Address {
   if (localInterfaceOf(ctx.host, ctx.pkt.dst)) return ctx.pkt.dst;
   return ctx.gateway ?? ctx.pkt.dst;
