@@ -40,11 +40,11 @@ import {
   type RuleResult,
 } from './evaluate-stmt.js';
 import { isAddrtypeMatch } from './match-addrtype.js';
-import { findAddedTo, findResolved, positionOf, resolveLookup, type ResolvedLookup } from './lookup-element.js';
+import { findAddedTo, findResolved, missesWhateverThePick, positionOf, resolveLookup, type ResolvedLookup } from './lookup-element.js';
 import { passesElementStatements } from './dynset.js';
 import { applyOp, fieldRefOf, isU32, OP, readField, u32ExprOf, type U32Expr } from './packet-field.js';
 import type { Loc, TraceEvent } from './outcome.js';
-import { currentRule, locOf, NotModelled, type SimContext } from './sim-context.js';
+import { currentRule, locOf, NotModelled, RandomPick, type SimContext } from './sim-context.js';
 
 /** The code of every compiled rule of one ruleset, appended as rules are compiled. A rule's code
  * opens with the number of its location in `locs`, so that its trace events share one Loc and
@@ -567,6 +567,14 @@ function stmtAt(ctx: SimContext, k: number): Stmt {
   return currentRule(ctx)!.stmts[k]!;
 }
 
+/** missesWhateverThePick for the lookup or verdict map of statement k. */
+function missesWhateverThePickAt(ctx: SimContext, k: number): boolean {
+  const stmt = stmtAt(ctx, k);
+  if (stmt.kind === 'vmap') return missesWhateverThePick(stmt.map, stmt.key, ctx);
+  const rel = (stmt as MatchStmt).expr;
+  return missesWhateverThePick(rel.right as SetLiteral | SetRef, rel.left, ctx);
+}
+
 /** Runs a compiled rule (the code at `start`), as evaluateRule runs its statements. */
 export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext): RuleResult {
   const buf = chunkOf(arena, start);
@@ -661,6 +669,14 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
       }
     } catch (error) {
       if (!(error instanceof NotModelled)) throw error;
+      // A set key NAT's random pick leaves unknown may still miss every element (as the
+      // interpreter tells, evaluate-expr.ts matchRelational, evaluate-stmt.ts).
+      const op = buf[pc];
+      if (error instanceof RandomPick && (op === LOOKUP || op === VMAP) && missesWhateverThePickAt(ctx, buf[pc + 1]!)) {
+        if (op === VMAP || buf[pc + 2] !== 1) return NO_MATCH;
+        pc += lengthOf(buf, pc);
+        continue;
+      }
       const test = isTest(stmtAt(ctx, buf[pc + 1]!));
       reportNotModelled(ctx, error, test);
       if (test) return NO_MATCH;

@@ -12,10 +12,10 @@ import { CT_STATE_BITS, invertTransport } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
-import { lookupElement } from './lookup-element.js';
+import { lookupElement, missesWhateverThePick } from './lookup-element.js';
 import { passesElementStatements } from './dynset.js';
 import { isAddrtypeMatch, matchAddrtype6 } from './match-addrtype.js';
-import { hasConntrackEntry, inputDevice, isIptablesRule, skbLength, localInterfaceAt, NotModelled, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
+import { hasConntrackEntry, inputDevice, isIptablesRule, skbLength, localInterfaceAt, NotModelled, RandomPick, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 import { memoByObject } from './memo-by-object.js';
 
 /** A runtime value: an integer (addresses, ports, marks, flags), a string (interface names) or
@@ -94,7 +94,7 @@ function payloadValue(expr: Extract<Expr, { kind: 'payload' }>, ctx: SimContext)
   const p = ctx.pkt;
   const num = (n: number | string | undefined): bigint | undefined => {
     if (n === undefined) return undefined;
-    if (typeof n === 'string') throw new NotModelled(`${protocol} ${field} after NAT picked a random port (${n})`);
+    if (typeof n === 'string') throw new RandomPick(`${protocol} ${field} after NAT picked a random port (${n})`);
     return BigInt(n);
   };
   switch (protocol) {
@@ -335,7 +335,7 @@ function ctValue(expr: Extract<Expr, { kind: 'ct' }>, ctx: SimContext): RtValue 
       if (expr.key.endsWith('saddr')) return tuple.src.n;
       if (expr.key.endsWith('daddr')) return tuple.dst.n;
       const port = expr.key === 'proto-src' ? tuple.sport : tuple.dport;
-      if (typeof port === 'string') throw new NotModelled(`ct ${expr.dir ?? ''} ${expr.key} after NAT picked a random port (${port})`);
+      if (typeof port === 'string') throw new RandomPick(`ct ${expr.dir ?? ''} ${expr.key} after NAT picked a random port (${port})`);
       return port === undefined ? undefined : BigInt(port);
     }
     case 'label':
@@ -613,10 +613,17 @@ export function matchRelational(rel: Relational, ctx: SimContext): boolean {
     if (p <= 0 || p >= 1) return p >= 1;
     return ctx.choose([p, 1 - p]) === 0;
   }
-  const left = evaluateExpr(rel.left, ctx);
-  if (left === undefined) return false;
   const right = rel.right;
   const negated = rel.op === '!=';
+  let left: RtValue | undefined;
+  try {
+    left = evaluateExpr(rel.left, ctx);
+  } catch (error) {
+    // A key NAT's random pick leaves unknown may still miss every element of the set.
+    if (error instanceof RandomPick && (right.kind === 'set' || right.kind === 'set-ref') && missesWhateverThePick(right, rel.left, ctx)) return negated;
+    throw error;
+  }
+  if (left === undefined) return false;
   switch (right.kind) {
     case 'set':
     case 'set-ref': {

@@ -14,11 +14,11 @@
 import type { ElementExpr, Expr, NamedSet, SetLiteral, SetRef, Table } from '../model/ast.js';
 import { prefixMask } from './address.js';
 import { areIndexesOn } from './chain-index.js';
-import { constantOf, isEqual, matchesKey, namedSet, type RtValue } from './evaluate-expr.js';
+import { constantOf, evaluateExpr, isEqual, matchesKey, namedSet, type RtValue } from './evaluate-expr.js';
 import type { RuleResult } from './evaluate-stmt.js';
 import { memoByObject } from './memo-by-object.js';
 import { PositionTable } from './position-table.js';
-import type { SimContext } from './sim-context.js';
+import { RandomPick, type SimContext } from './sim-context.js';
 
 /** A value to look up: an RtValue, or as compiled rules read it (compile-rule.ts) an integer
  * below 2^32 as a number, or a concatenation of such numbers. */
@@ -35,6 +35,55 @@ export function lookupElement(set: SetLiteral | SetRef, value: RtValue, lhs: Exp
     return found && !isDeleted(named, found, ctx) ? found : findAdded(named, value, ctx);
   }
   return findResolved(resolveLookup(set, lhs, ctx), value, ctx);
+}
+
+/** Whether a lookup of the concatenation `key` in `set` misses whatever the parts of it NAT
+ * picked at random are (their reads throw RandomPick): every element of the set has a part the
+ * packet's known value for it is not, so the kernel's lookup misses whatever its pick. False
+ * where that cannot be told: a part with no value (the rule breaks there anyway), an element
+ * key of another shape, elements the run added. */
+export function missesWhateverThePick(set: SetLiteral | SetRef, key: Expr, ctx: SimContext): boolean {
+  if (key.kind !== 'concat') return false;
+  const known: (RtValue | typeof UNKNOWN)[] = [];
+  for (const part of key.parts) {
+    let value: RtValue | undefined;
+    try {
+      value = evaluateExpr(part, ctx);
+    } catch (error) {
+      if (!(error instanceof RandomPick)) throw error;
+      known.push(UNKNOWN);
+      continue;
+    }
+    if (value === undefined) return false;
+    known.push(value);
+  }
+  let elements = set.kind === 'set' ? set.elements : undefined;
+  if (set.kind === 'set-ref') {
+    const named = namedSet(set.name, ctx);
+    if ((dynamicSetOf(named, ctx)?.added.length ?? 0) > 0) return false;
+    elements = named.elements ?? NO_ELEMENTS;
+  }
+  return elements!.every((element) => {
+    const parts = unwrapElement(element.key);
+    if (parts.kind !== 'concat' || parts.parts.length !== known.length) return false;
+    return known.some((value, i) => value !== UNKNOWN && isOutside(value, parts.parts[i]!));
+  });
+}
+
+const UNKNOWN = Symbol('unknown');
+
+function unwrapElement(key: Expr): Expr {
+  return key.kind === 'element' ? unwrapElement(key.key) : key;
+}
+
+/** The value is not one the element's part matches; false where that is not plain (a wildcard
+ * name, a part of another form). */
+function isOutside(value: RtValue, part: Expr): boolean {
+  const exact = exactValueOf(part);
+  if (exact !== undefined) return !isEqual(value, exact);
+  const interval = intervalOf(part);
+  if (interval === undefined || typeof value !== 'bigint' || (interval.limit !== undefined && value >= interval.limit)) return false;
+  return value < interval.low || value > interval.high;
 }
 
 /** What the packets of a run changed in a named set (nft_dynset.c): the elements they added, in

@@ -34,7 +34,7 @@ import type { Payload, RawPayload } from '../model/ast.js';
 import type { AddressFamily } from './address.js';
 import { hasIcmpId, portBounds } from './conntrack-table.js';
 import { L4_NUMBERS } from './packet.js';
-import { frameDevice, NotModelled, type ChecksumLag, type PacketState, type SimContext, type StoredHeaders } from './sim-context.js';
+import { frameDevice, NotModelled, RandomPick, type ChecksumLag, type PacketState, type SimContext, type StoredHeaders } from './sim-context.js';
 
 type Base = 'll' | 'nh' | 'th' | 'ih';
 
@@ -397,7 +397,7 @@ function checkPortsUnread(loc: FieldLocation, headers: StoredHeaders, p: PacketS
   for (const [field, at] of PORTS_AT) {
     const value = p[field];
     if (typeof value === 'string' && (covers(at) || (checksumAt !== undefined && covers(checksumAt)))) {
-      throw new NotModelled(`${what} after NAT picked a random ${field === 'icmpId' ? 'ICMP identifier' : 'port'} (${value})`);
+      throw new RandomPick(`${what} after NAT picked a random ${field === 'icmpId' ? 'ICMP identifier' : 'port'} (${value})`);
     }
   }
 }

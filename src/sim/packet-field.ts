@@ -11,7 +11,7 @@ import { CT_STATE_BITS } from './conntrack-table.js';
 import { constantOf, fibFlagBits, fibTypeOf } from './evaluate-expr.js';
 import { readHeaderField } from './packet-bytes.js';
 import { hasPorts, L4_NUMBERS } from './packet.js';
-import { ctMarkOf, hasConntrackEntry, NotModelled, skbLength, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
+import { ctMarkOf, hasConntrackEntry, RandomPick, skbLength, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
 
 /** Field codes. Arguments: a protocol number for transport and ICMP fields (0: any with ports,
  * nft's `th`), the address family (4 or 6) for IP header fields, fib's flags (fibFlagBits),
@@ -57,7 +57,7 @@ export interface FieldRef {
 /** A transport port as payloadValue reads it: a range NAT left is not a number. */
 function portOf(n: number | string | undefined, protocol: number, field: string): number {
   if (n === undefined) return -1;
-  if (typeof n === 'string') throw new NotModelled(`${PORT_PROTOCOL_NAMES[protocol] ?? 'th'} ${field} after NAT picked a random port (${n})`);
+  if (typeof n === 'string') throw new RandomPick(`${PORT_PROTOCOL_NAMES[protocol] ?? 'th'} ${field} after NAT picked a random port (${n})`);
   return n;
 }
 

@@ -23,6 +23,10 @@ export class NotModelled extends Error {
   }
 }
 
+/** NotModelled for a value NAT picked at random (a port, an ICMP identifier, a checksum over
+ * one): nftsim's packet holds the range it was picked from (docs/simulator-limits.md). */
+export class RandomPick extends NotModelled {}
+
 export interface PacketState {
   src: Address;
   dst: Address;
