@@ -110,6 +110,10 @@ function rtValue(expr: Extract<Expr, { kind: 'rt' }>, ctx: SimContext): RtValue 
       const back = localInterfaceOf(ctx.host, ctx.pkt.src) ? 'lo' : lookupRoute(ctx.host, ctx.pkt.src, HOST_KEY)?.dev;
       if (back !== undefined) mtu = Math.min(mtu, mtuOf(back));
       const minimum = family === 'ip' ? 40 : 60;
+      // iptables' TCPMSS --clamp-mss-to-pmtu, which the lowering lists as this, runs
+      // xt_TCPMSS.c's own clamp: the smaller MTU less the headers, without nft_rt's 536 for an
+      // MTU beyond 0xffff (lo's 65536; kernel-checked, seed 1134052775).
+      if (isIptablesRule(ctx) && mtu > minimum) return BigInt(mtu - minimum);
       return BigInt(mtu <= minimum || mtu > 0xffff ? 536 : mtu - minimum);
     }
     case 'classid':
