@@ -670,7 +670,7 @@ export function runCompiledRule(arena: CodeArena, start: number, ctx: SimContext
     } catch (error) {
       if (!(error instanceof NotModelled)) throw error;
       // A set key NAT's random pick leaves unknown may still miss every element (as the
-      // interpreter tells, evaluate-expr.ts matchRelational, evaluate-stmt.ts).
+      // interpreter tells, lookup-element.ts lookupKey).
       const op = buf[pc];
       if (error instanceof RandomPick && (op === LOOKUP || op === VMAP) && missesWhateverThePickAt(ctx, buf[pc + 1]!)) {
         if (op === VMAP || buf[pc + 2] !== 1) return NO_MATCH;

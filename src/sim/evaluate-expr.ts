@@ -12,7 +12,7 @@ import { CT_STATE_BITS, invertTransport } from './conntrack-table.js';
 import { hasPorts, L4_NUMBERS, type CtStateName } from './packet.js';
 import { readPayloadField, readRawPayload } from './packet-bytes.js';
 import { evaluateSpecialExpr } from './evaluate-special-expr.js';
-import { lookupElement, missesWhateverThePick } from './lookup-element.js';
+import { lookupElement, lookupKey, MISSES } from './lookup-element.js';
 import { passesElementStatements } from './dynset.js';
 import { isAddrtypeMatch, matchAddrtype6 } from './match-addrtype.js';
 import { hasConntrackEntry, inputDevice, isIptablesRule, skbLength, localInterfaceAt, NotModelled, RandomPick, stateBeforeConntrack, templateKey, type SimContext } from './sim-context.js';
@@ -615,14 +615,8 @@ export function matchRelational(rel: Relational, ctx: SimContext): boolean {
   }
   const right = rel.right;
   const negated = rel.op === '!=';
-  let left: RtValue | undefined;
-  try {
-    left = evaluateExpr(rel.left, ctx);
-  } catch (error) {
-    // A key NAT's random pick leaves unknown may still miss every element of the set.
-    if (error instanceof RandomPick && (right.kind === 'set' || right.kind === 'set-ref') && missesWhateverThePick(right, rel.left, ctx)) return negated;
-    throw error;
-  }
+  const left = right.kind === 'set' || right.kind === 'set-ref' ? lookupKey(right, rel.left, ctx) : evaluateExpr(rel.left, ctx);
+  if (left === MISSES) return negated;
   if (left === undefined) return false;
   switch (right.kind) {
     case 'set':

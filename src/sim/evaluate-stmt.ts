@@ -9,7 +9,7 @@ import { ipv6RedirectAddress, ipv6Scope, localInterfaceOf, lookupRoute, primaryA
 import { HOST_KEY } from './route-rules.js';
 import { constantOf, evaluateExpr, mapData, matchRelational, readMapData, type RtValue } from './evaluate-expr.js';
 import { invertTransport, IPS, NAT_DONE, type NatManip } from './conntrack-table.js';
-import { lookupElement, missesWhateverThePick } from './lookup-element.js';
+import { lookupElement, lookupKey, MISSES } from './lookup-element.js';
 import { evaluateSetOp, passesElementStatements } from './dynset.js';
 import { masqueradeSource } from './masquerade-source.js';
 import { nexthopOf } from './evaluate-special-expr.js';
@@ -29,7 +29,7 @@ import { runCtTarget } from './xt-ct.js';
 import { runHmarkTarget } from './xt-hmark.js';
 import { runTcpOptStripTarget, stripTcpOptions } from './xt-tcpoptstrip.js';
 import { formatMark, type Loc, type NatEvent } from './outcome.js';
-import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, RandomPick, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
+import { ctMarkOf, currentRule, hasConntrackEntry, hasZoneTemplate, isIptablesRule, NotModelled, locOf, stateBeforeConntrack, type PacketState, type SimContext } from './sim-context.js';
 import { headersLengthOf, TCP_MSS_LENGTH, TCP_MSS_OPTION, writePayload } from './packet-bytes.js';
 import { isLimitPassed, isQuotaPassed } from './limit-and-quota.js';
 import { natField, natKeyOf, replyTransport, uniqueTuple, type NatRequest, type NatValue } from './unique-tuple.js';
@@ -167,15 +167,8 @@ export function evaluateStmt(stmt: Stmt, ctx: SimContext): RuleResult | undefine
     case 'verdict':
       return verdictResult(stmt.verdict, stmt.target, ctx);
     case 'vmap': {
-      let key: RtValue | undefined;
-      try {
-        key = evaluateExpr(stmt.key, ctx);
-      } catch (error) {
-        // A key NAT's random pick leaves unknown may still miss every element of the map.
-        if (error instanceof RandomPick && missesWhateverThePick(stmt.map, stmt.key, ctx)) return NO_MATCH;
-        throw error;
-      }
-      if (key === undefined) return NO_MATCH;
+      const key = lookupKey(stmt.map, stmt.key, ctx);
+      if (key === undefined || key === MISSES) return NO_MATCH;
       const element = lookupElement(stmt.map, key, stmt.key, ctx);
       const data = element?.data;
       if (!data || !passesElementStatements(element, stmt.map, ctx)) return NO_MATCH;

@@ -72,6 +72,21 @@ export function missesWhateverThePick(set: SetLiteral | SetRef, key: Expr, ctx: 
 
 const UNKNOWN = Symbol('unknown');
 
+/** What lookupKey gives for a key that misses whatever NAT's random pick was. */
+export const MISSES = Symbol('misses');
+
+/** The key of a lookup in `set` as the interpreter reads it (undefined for NFT_BREAK); MISSES
+ * where a part NAT picked at random is unknown but the rest rules out every element
+ * (missesWhateverThePick, which the compiled rules ask where their read throws). */
+export function lookupKey(set: SetLiteral | SetRef, key: Expr, ctx: SimContext): RtValue | undefined | typeof MISSES {
+  try {
+    return evaluateExpr(key, ctx);
+  } catch (error) {
+    if (error instanceof RandomPick && missesWhateverThePick(set, key, ctx)) return MISSES;
+    throw error;
+  }
+}
+
 function unwrapElement(key: Expr): Expr {
   return key.kind === 'element' ? unwrapElement(key.key) : key;
 }
